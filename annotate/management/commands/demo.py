@@ -1,0 +1,170 @@
+"""Set up the demo (corpus, personas, topics, index, users) and run web and worker."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from annotate import roles, services
+from annotate.demo import corpus
+from annotate.models import Collection, Persona
+from ranking.services import index_build
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
+SAMPLE_DIR = Path(settings.BASE_DIR) / "tests" / "fixtures" / "emails" / "sample"
+SLUG = "spamassassin-ham"
+USERS = [
+    ("lead", roles.LEAD),
+    ("annotator1", roles.ANNOTATOR),
+    ("annotator2", roles.ANNOTATOR),
+    ("archivist", roles.ARCHIVIST),
+    ("searcher", roles.SEARCHER),
+]
+PASSWORD = "sasc-demo"
+
+
+def _free_port(preferred: int) -> int:
+    for port in range(preferred, preferred + 50):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port found")
+
+
+class Command(BaseCommand):
+    help = "Prepare the demo collection and users, then run the web server and a Celery worker."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--setup-only", action="store_true", help="prepare, do not serve")
+        parser.add_argument("--port", type=int, default=int(os.environ.get("SASC_PORT", 8000)))
+
+    def handle(self, *args, **opts):
+        self.setup()
+        if not opts["setup_only"]:
+            self.serve(opts["port"])
+
+    def say(self, text):
+        self.stdout.write(text)
+        self.stdout.flush()
+
+    def setup(self):
+        call_command("migrate", verbosity=0)
+        call_command("collectstatic", verbosity=0, interactive=False)
+        services.roles_ensure()
+        collection = Collection.objects.filter(slug=SLUG).first()
+        if collection is None or not collection.documents.exists():
+            self.load_corpus()
+            collection = Collection.objects.get(slug=SLUG)
+        else:
+            self.say(f"Demo collection present: {collection.documents.count()} messages")
+        if not Persona.objects.exists():
+            services.import_run(collection=None, fmt="personas", path=DEMO_DIR / "personas.json")
+        report = services.import_run(
+            collection=collection, fmt="topics-trec", path=DEMO_DIR / "topics.txt"
+        )
+        self.say(f"Topics: {report.summary()}")
+        if not collection.index_is_current:
+            self.say("Building the Lucene index and TF-IDF features (about 20 s)...")
+            result = index_build(collection_id=collection.pk)
+            self.say(f"Indexed {result['documents']} messages")
+        for username, role in USERS:
+            services.user_create(username=username, password=PASSWORD, role_names=[role])
+
+    def load_corpus(self):
+        collection, _ = Collection.objects.get_or_create(
+            slug=SLUG,
+            defaults={
+                "name": "SpamAssassin ham",
+                "description": "The legitimate (ham) messages of the SpamAssassin public "
+                "corpus: mailing lists and personal mail from 2002 (PDDL-1.0 / CC0-1.0).",
+            },
+        )
+        try:
+            root = corpus.fetch(Path(settings.VAR_DIR) / "cache")
+            folders = [root / f for f in corpus.HAM_FOLDERS]
+        except corpus.CorpusUnavailable as exc:
+            self.stderr.write(f"{exc}.\nLoading the small sample shipped in {SAMPLE_DIR} instead.")
+            folders = [SAMPLE_DIR]
+        for folder in folders:
+            self.say(f"Importing {folder.name} ...")
+            report = services.import_run(collection=collection, fmt="emails", path=folder)
+            self.say(f"  {report.summary()}")
+
+    def serve(self, port):
+        port = _free_port(port)
+        url = f"http://127.0.0.1:{port}/"
+        env = {**os.environ, "SASC_WARM_LUCENE": "1"}
+        bin_dir = Path(sys.executable).parent
+        web = subprocess.Popen(
+            [
+                str(bin_dir / "gunicorn"),
+                "config.wsgi",
+                "-c",
+                "config/gunicorn.py",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+                "--threads",
+                "8",
+            ],
+            env=env,
+            cwd=settings.BASE_DIR,
+        )
+        worker = subprocess.Popen(
+            [
+                str(bin_dir / "celery"),
+                "-A",
+                "config",
+                "worker",
+                "-Q",
+                "default,ranking",
+                "--concurrency",
+                "1",
+                "--loglevel",
+                "WARNING",
+            ],
+            env=env,
+            cwd=settings.BASE_DIR,
+        )
+        procs = [web, worker]
+        try:
+            for _ in range(120):
+                try:
+                    urllib.request.urlopen(url + "health/", timeout=2)  # noqa: S310 (loopback)
+                    break
+                except OSError:
+                    if web.poll() is not None:
+                        raise SystemExit("the web server did not start") from None
+                    time.sleep(0.5)
+            self.say("")
+            self.say(f"sasc is running at {url}")
+            self.say(f"Demo logins (password for all: {PASSWORD}):")
+            for username, role in USERS:
+                self.say(f"  {username:<11} {role}")
+            self.say("Press Ctrl-C to stop web server and worker.")
+            while all(p.poll() is None for p in procs):
+                time.sleep(1)
+            raise SystemExit("a process stopped unexpectedly")
+        except KeyboardInterrupt:
+            self.say("\nStopping...")
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            for p in procs:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()

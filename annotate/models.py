@@ -1,0 +1,231 @@
+"""Collections, documents, personas, topics, reference labels and background jobs.
+
+Models hold single-row logic only; writes go through ``annotate.services`` and reads through
+``annotate.selectors``.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+class Collection(models.Model):
+    """A set of documents searched and judged together (an email archive, Cranfield, ...)."""
+
+    class Kind(models.TextChoices):
+        EMAIL = "email", "Email"
+        SMART = "smart", "SMART test collection"
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.EMAIL)
+    description = models.TextField(blank=True)
+    # Bumped whenever documents are added or changed; indexes and features are keyed by it.
+    version = models.PositiveIntegerField(default=0)
+    indexed_version = models.PositiveIntegerField(null=True, blank=True)
+    indexed_at = models.DateTimeField(null=True, blank=True)
+    # Domains counted as internal to the donor's organisation (sensitivity features).
+    internal_domains = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def get_absolute_url(self):
+        return reverse("collection-detail", args=[self.slug])
+
+    @property
+    def index_is_current(self) -> bool:
+        return self.indexed_version is not None and self.indexed_version == self.version
+
+
+class Document(models.Model):
+    """One message (or one record of a classic test collection)."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
+    docid = models.CharField(max_length=255, help_text="External id, unique in the collection")
+    message_id = models.CharField(max_length=998, blank=True, db_index=True)
+    subject = models.TextField(blank=True)
+    from_header = models.TextField(blank=True)
+    to_header = models.TextField(blank=True)
+    cc_header = models.TextField(blank=True)
+    bcc_header = models.TextField(blank=True)
+    # Normalised addresses: {"from": "a@x", "to": [...], "cc": [...], "bcc": [...]}.
+    addresses = models.JSONField(default=dict, blank=True)
+    date = models.DateTimeField(null=True, blank=True)
+    body = models.TextField(blank=True)
+    body_from_html = models.BooleanField(default=False)
+    raw_headers = models.TextField(blank=True)
+    content_hash = models.CharField(max_length=64, db_index=True)
+    source_path = models.TextField(blank=True)
+    # What could not be decoded exactly (charset fallbacks, MIME defects, bad dates, ...).
+    decode_problems = models.JSONField(default=list, blank=True)
+    # Extra fields of non-email collections (SMART .B, .K, .C, ...).
+    metadata = models.JSONField(default=dict, blank=True)
+    duplicates_seen = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["collection", "docid"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "docid"], name="document_docid_unique"),
+        ]
+        indexes = [models.Index(fields=["collection", "content_hash"])]
+
+    def __str__(self):
+        return f"{self.docid}: {self.subject[:60]}"
+
+    def get_absolute_url(self):
+        return reverse("document-detail", args=[self.collection.slug, self.pk])
+
+
+class Attachment(models.Model):
+    """A MIME part that is not the message body; binary parts keep name, type and size only."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="attachments")
+    position = models.PositiveSmallIntegerField()
+    filename = models.CharField(max_length=255)
+    content_type = models.CharField(max_length=255)
+    size = models.PositiveIntegerField(default=0)
+    is_text = models.BooleanField(default=False)
+    text = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["document", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "position"], name="attachment_pos_unique"),
+        ]
+
+    def __str__(self):
+        return self.filename
+
+
+class Persona(models.Model):
+    """The fictional donor whose point of view defines sensitivity (DOMAIN.md §2)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    nickname = models.CharField(max_length=100, blank=True)
+    occupation = models.CharField(max_length=200, blank=True)
+    institution = models.CharField(max_length=200, blank=True)
+    background = models.TextField(blank=True)
+    email_use = models.TextField("how they used email", blank=True)
+    why_it_matters = models.TextField("why their email matters to researchers", blank=True)
+    audience = models.TextField("intended audience", blank=True)
+    pain_points = models.TextField(
+        blank=True, help_text="The kinds of content they would not want shown"
+    )
+    goals = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Topic(models.Model):
+    """A TREC-style information need over one collection."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="topics")
+    number = models.CharField(max_length=32)
+    title = models.TextField()
+    description = models.TextField(blank=True)
+    narrative = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["collection", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "number"], name="topic_number_unique"),
+        ]
+
+    def __str__(self):
+        return f"{self.number}: {self.title}"
+
+
+class ReferenceRelevance(models.Model):
+    """An imported relevance judgment (a qrels line), kept apart from annotators' judgments."""
+
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="reference_qrels")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    grade = models.SmallIntegerField(help_text="0 not, 1 somewhat, 2 highly relevant")
+    source = models.CharField(max_length=200, help_text="File or set the label came from")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["topic", "document", "source"], name="refrel_unique"),
+        ]
+
+
+class ReferenceSensitivity(models.Model):
+    """An imported sensitivity label of a document for a persona (optionally per topic)."""
+
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="+")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, null=True, blank=True)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    sensitive = models.BooleanField()
+    source = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            # Two partial constraints instead of nulls_distinct=False, which SQLite lacks.
+            models.UniqueConstraint(
+                fields=["persona", "topic", "document", "source"],
+                condition=models.Q(topic__isnull=False),
+                name="refsens_topic_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["persona", "document", "source"],
+                condition=models.Q(topic__isnull=True),
+                name="refsens_all_topics_unique",
+            ),
+        ]
+
+
+class Job(models.Model):
+    """A long-running piece of work (import, index build) with progress and a report."""
+
+    class Kind(models.TextChoices):
+        IMPORT = "import", "Import"
+        INDEX = "index", "Index and features"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, null=True, blank=True, related_name="jobs"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    params = models.JSONField(default=dict, blank=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+    report = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} #{self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+    @property
+    def percent(self) -> int:
+        if not self.progress_total:
+            return 100 if self.is_finished else 0
+        return min(100, round(100 * self.progress_done / self.progress_total))

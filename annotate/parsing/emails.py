@@ -1,0 +1,356 @@
+"""Parse untrusted email bytes into plain values: never crash, report what was lost.
+
+Only the standard library's ``email`` package is used. Every decoding fallback is recorded in
+``ParsedEmail.problems`` so an import report can list each message that was not decoded
+exactly. Nothing here touches the database.
+"""
+
+import base64
+import binascii
+import email
+import email.policy
+import email.utils
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.message import Message
+
+from annotate.parsing.html_text import html_to_text
+
+# Charsets tried, in order, after the declared one fails; latin-1 decodes any byte string.
+FALLBACK_CHARSETS = ("utf-8", "cp1252", "latin-1")
+MAX_DEPTH = 12  # nested multiparts / attached messages
+MAX_ATTACHMENT_TEXT = 1_000_000  # characters kept per text attachment
+TEXT_ATTACHMENT_TYPES = {
+    "application/json",
+    "application/xml",
+    "application/x-sh",
+    "application/x-perl",
+    "application/x-python",
+    "application/pgp-signature",
+}
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ADDRESS_HEADERS = ("to", "cc", "bcc")
+
+
+class EmailParseError(ValueError):
+    """The bytes are not an email message at all (empty, binary, no headers)."""
+
+
+@dataclass
+class ParsedAttachment:
+    filename: str
+    content_type: str
+    size: int
+    is_text: bool
+    text: str = ""
+
+
+@dataclass
+class ParsedEmail:
+    message_id: str = ""
+    subject: str = ""
+    from_header: str = ""
+    to_header: str = ""
+    cc_header: str = ""
+    bcc_header: str = ""
+    addresses: dict = field(default_factory=dict)
+    date: datetime | None = None
+    body: str = ""
+    body_from_html: bool = False
+    raw_headers: str = ""
+    attachments: list[ParsedAttachment] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def content_hash(self) -> str:
+        """Return a hash of what a reader sees, so resent copies of a message collide."""
+        h = hashlib.sha256()
+        for part in (self.from_header, self.to_header, self.cc_header, self.subject):
+            h.update(part.strip().lower().encode("utf-8", "surrogatepass"))
+            h.update(b"\x1f")
+        h.update((self.date.isoformat() if self.date else "").encode())
+        h.update(b"\x1f")
+        h.update(_normalise_ws(self.body).encode("utf-8", "surrogatepass"))
+        for att in self.attachments:
+            h.update(f"\x1e{att.filename}\x1f{att.content_type}\x1f{att.size}".encode())
+        return h.hexdigest()
+
+
+def _normalise_ws(text: str) -> str:
+    return " ".join(text.split())
+
+
+def clean_text(text: str) -> str:
+    """Drop NUL and other control characters that databases and browsers choke on."""
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def decode_bytes(data: bytes, declared: str | None, problems: list[str], what: str) -> str:
+    """Decode bytes with the declared charset, falling back and recording it when that fails."""
+    declared = (declared or "").strip().strip('"').lower()
+    if declared:
+        try:
+            return data.decode(declared)
+        except LookupError:
+            problems.append(f"{what}: unknown charset {declared!r}")
+        except UnicodeDecodeError:
+            problems.append(f"{what}: bytes are not valid {declared}")
+    for charset in FALLBACK_CHARSETS:
+        try:
+            text = data.decode(charset)
+        except UnicodeDecodeError:
+            continue
+        if declared:
+            problems.append(f"{what}: decoded as {charset} instead")
+        elif charset != "utf-8":
+            problems.append(f"{what}: no charset declared and not UTF-8, decoded as {charset}")
+        return text
+    raise AssertionError("latin-1 decodes every byte string")
+
+
+def sanitise_filename(name: str | None, position: int) -> tuple[str, bool]:
+    """Return a safe display name for an attachment and whether it had to be changed.
+
+    Names are never used as paths, but a name like ``../../etc/passwd`` or one with control
+    characters is still cut down to its last component so nothing downstream trusts it.
+    """
+    fallback = f"attachment-{position + 1}"
+    if not name:
+        return fallback, False
+    cleaned = _CONTROL.sub("", name).replace("\\", "/").split("/")[-1].strip()
+    cleaned = cleaned.lstrip(".").strip() or fallback
+    cleaned = cleaned[:255]
+    return cleaned, cleaned != name
+
+
+def _header(msg: Message, name: str, problems: list[str]) -> str:
+    """Return a decoded header, falling back to its raw text if the parser rejects it."""
+    try:
+        value = msg.get(name)
+        if value is None:
+            return ""
+        return clean_text(str(value)).strip()
+    except Exception as exc:  # the header registry raises many types on malformed input
+        problems.append(f"header {name}: could not be decoded ({type(exc).__name__})")
+        for key, raw in msg.raw_items():
+            if key.lower() == name.lower():
+                return clean_text(str(raw)).strip()
+        return ""
+
+
+def _addresses(value: str) -> list[str]:
+    pairs = email.utils.getaddresses([value]) if value else []
+    return [addr.strip().lower() for _name, addr in pairs if addr and "@" in addr]
+
+
+def parse_date(value: str, problems: list[str]) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        problems.append(f"header Date: unparseable value {value[:80]!r}")
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def _part_payload(part: Message, problems: list[str], what: str) -> bytes:
+    """Return the transfer-decoded bytes of a leaf part, noting broken encodings."""
+    try:
+        payload = part.get_payload(decode=True)
+    except Exception as exc:
+        problems.append(f"{what}: payload could not be decoded ({type(exc).__name__})")
+        raw = part.get_payload()
+        return raw.encode("latin-1", "replace") if isinstance(raw, str) else b""
+    if payload is None:
+        return b""
+    base64_broken = False
+    for defect in getattr(part, "defects", []):
+        name = type(defect).__name__
+        if "Base64" in name or "Padding" in name or "Invalid" in name:
+            problems.append(f"{what}: {name}")
+            base64_broken = base64_broken or "Base64" in name
+    if base64_broken and part.get("Content-Transfer-Encoding", "").strip().lower() == "base64":
+        # The stdlib hands back the undecoded text here; keep what decodes (a truncated tail).
+        raw = part.get_payload()
+        if isinstance(raw, str):
+            compact = "".join(raw.split())
+            compact = compact[: len(compact) - len(compact) % 4]
+            try:
+                return base64.b64decode(compact)
+            except (binascii.Error, ValueError):
+                problems.append(f"{what}: base64 text could not be decoded")
+    return payload
+
+
+def _content_type(part: Message) -> str:
+    try:
+        return part.get_content_type()
+    except Exception:
+        return "application/octet-stream"
+
+
+def _filename(part: Message, problems: list[str]) -> str | None:
+    try:
+        return part.get_filename()
+    except Exception as exc:
+        problems.append(f"attachment name could not be decoded ({type(exc).__name__})")
+        return None
+
+
+def _is_attachment(part: Message, ctype: str, filename: str | None) -> bool:
+    disposition = (part.get("Content-Disposition") or "").split(";")[0].strip().lower()
+    if disposition == "attachment" or filename:
+        return True
+    return not ctype.startswith("text/")
+
+
+class _Walker:
+    """Collect body parts and attachments of one message tree."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        self.plain: list[str] = []
+        self.html: list[str] = []
+        self.attachments: list[ParsedAttachment] = []
+
+    def walk(self, part: Message, depth: int = 0) -> None:
+        if depth > MAX_DEPTH:
+            self.problems.append(f"MIME nesting deeper than {MAX_DEPTH} levels; rest skipped")
+            return
+        ctype = _content_type(part)
+        if ctype == "message/rfc822" or (ctype.startswith("message/") and part.is_multipart()):
+            self._nested_message(part, depth)
+            return
+        if part.is_multipart():
+            payload = part.get_payload()
+            if not isinstance(payload, list):
+                return
+            for sub in payload:
+                if isinstance(sub, Message):
+                    self.walk(sub, depth + 1)
+            return
+        filename = _filename(part, self.problems)
+        what = f"part {ctype}"
+        if not _is_attachment(part, ctype, filename):
+            data = _part_payload(part, self.problems, what)
+            text = clean_text(decode_bytes(data, part.get_content_charset(), self.problems, what))
+            (self.html if ctype == "text/html" else self.plain).append(text)
+            return
+        self._attachment(part, ctype, filename)
+
+    def _attachment(self, part: Message, ctype: str, filename: str | None) -> None:
+        position = len(self.attachments)
+        name, changed = sanitise_filename(filename, position)
+        if changed:
+            self.problems.append(f"attachment name {filename[:80]!r} replaced by {name!r}")
+        data = _part_payload(part, self.problems, f"attachment {name}")
+        is_text = ctype.startswith("text/") or ctype in TEXT_ATTACHMENT_TYPES
+        text = ""
+        if is_text and b"\x00" not in data[:4096]:
+            text = clean_text(
+                decode_bytes(data, part.get_content_charset(), self.problems, f"attachment {name}")
+            )
+            if ctype == "text/html":
+                text = html_to_text(text)
+            if len(text) > MAX_ATTACHMENT_TEXT:
+                self.problems.append(f"attachment {name}: text cut to {MAX_ATTACHMENT_TEXT} chars")
+                text = text[:MAX_ATTACHMENT_TEXT]
+        else:
+            is_text = False
+        self.attachments.append(
+            ParsedAttachment(
+                filename=name, content_type=ctype[:255], size=len(data), is_text=is_text, text=text
+            )
+        )
+
+    def _nested_message(self, part: Message, depth: int) -> None:
+        payload = part.get_payload()
+        inner = payload[0] if isinstance(payload, list) and payload else None
+        position = len(self.attachments)
+        if not isinstance(inner, Message):
+            self.problems.append("attached message is empty or unreadable")
+            return
+        nested = ParsedEmail()
+        _fill(nested, inner, depth + 1)
+        self.problems.extend(f"attached message: {p}" for p in nested.problems)
+        name = nested.subject or f"message-{position + 1}"
+        name, _ = sanitise_filename(name + ".eml", position)
+        text = "\n".join(
+            line
+            for line in (
+                f"From: {nested.from_header}" if nested.from_header else "",
+                f"To: {nested.to_header}" if nested.to_header else "",
+                f"Date: {nested.date.isoformat()}" if nested.date else "",
+                f"Subject: {nested.subject}" if nested.subject else "",
+                "",
+                nested.body,
+            )
+        ).strip()
+        for att in nested.attachments:
+            if att.text:
+                text += f"\n\n[{att.filename}]\n{att.text}"
+        self.attachments.append(
+            ParsedAttachment(
+                filename=name,
+                content_type="message/rfc822",
+                size=len(text.encode("utf-8", "surrogatepass")),
+                is_text=True,
+                text=text[:MAX_ATTACHMENT_TEXT],
+            )
+        )
+
+
+def _fill(out: ParsedEmail, msg: Message, depth: int = 0) -> None:
+    problems = out.problems
+    out.subject = _header(msg, "Subject", problems)
+    out.from_header = _header(msg, "From", problems)
+    out.to_header = _header(msg, "To", problems)
+    out.cc_header = _header(msg, "Cc", problems)
+    out.bcc_header = _header(msg, "Bcc", problems)
+    out.message_id = _header(msg, "Message-ID", problems)[:998]
+    out.date = parse_date(_header(msg, "Date", problems), problems)
+    from_addrs = _addresses(out.from_header)
+    out.addresses = {"from": from_addrs[0] if from_addrs else ""}
+    for key in _ADDRESS_HEADERS:
+        out.addresses[key] = _addresses(getattr(out, f"{key}_header"))
+    walker = _Walker(problems)
+    walker.walk(msg, depth)
+    if walker.plain:
+        out.body = "\n\n".join(t.strip("\n") for t in walker.plain)
+    elif walker.html:
+        out.body = "\n\n".join(html_to_text(t) for t in walker.html)
+        out.body_from_html = True
+    out.attachments = walker.attachments
+
+
+def parse_email_bytes(data: bytes) -> ParsedEmail:
+    """Parse one RFC-822 message; raise EmailParseError if it is not an email at all.
+
+    Broken charsets, encodings and headers do not raise: they are decoded as well as possible
+    and listed in ``problems``.
+    """
+    if not data or not data.strip():
+        raise EmailParseError("empty message")
+    if b"\x00" in data[:8192]:
+        raise EmailParseError("binary data (NUL bytes), not an RFC-822 message")
+    msg = email.message_from_bytes(data, policy=email.policy.default)
+    if not msg.keys():
+        raise EmailParseError("no RFC-822 header lines found")
+    if not any(k.lower() in {"from", "to", "subject", "date", "message-id"} for k in msg.keys()):
+        raise EmailParseError("none of From, To, Subject, Date or Message-ID is present")
+    out = ParsedEmail()
+    head, _sep, _rest = data.partition(b"\n\n")
+    if not _sep:
+        head, _sep, _rest = data.partition(b"\r\n\r\n")
+    out.raw_headers = clean_text(decode_bytes(head, "utf-8", [], "headers"))[:200_000]
+    _fill(out, msg)
+    for defect in msg.defects:
+        out.problems.append(f"message: {type(defect).__name__}")
+    # Keep the report readable: one line per distinct problem.
+    out.problems = list(dict.fromkeys(out.problems))
+    return out

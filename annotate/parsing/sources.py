@@ -1,0 +1,337 @@
+"""Find email messages in files: RFC-822 files, directories of them, mbox, JSONL and zip.
+
+Yields ``EmailItem`` for each message (parsed, with its problems) and ``Issue`` for each file,
+line or member that could not be read. Sizes are checked before anything is read into memory.
+"""
+
+import email.utils
+import json
+import os
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+from annotate.parsing import Issue
+from annotate.parsing.emails import (
+    EmailParseError,
+    ParsedAttachment,
+    ParsedEmail,
+    clean_text,
+    parse_date,
+    parse_email_bytes,
+    sanitise_filename,
+)
+from annotate.parsing.html_text import html_to_text
+
+MBOX_SUFFIXES = {".mbox", ".mbx"}
+JSONL_SUFFIXES = {".jsonl", ".ndjson"}
+ZIP_SUFFIXES = {".zip"}
+# Files that sit beside messages in common corpora and are not messages.
+IGNORED_SUFFIXES = {".json", ".js", ".md", ".pdf", ".gz", ".tgz", ".tar", ".py", ".html"}
+MAX_DOCID = 255
+
+
+@dataclass
+class Limits:
+    max_file_bytes: int = 50 * 1024 * 1024
+    max_message_bytes: int = 25 * 1024 * 1024
+
+
+@dataclass
+class EmailItem:
+    docid: str
+    source: str
+    where: str
+    email: ParsedEmail
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def _docid(text: str) -> str:
+    text = clean_text(text).strip()
+    if len(text) > MAX_DOCID:  # keep ids unique but bounded: the tail is the distinctive part
+        text = text[-MAX_DOCID:]
+    return text
+
+
+def iter_emails(path: Path, *, limits: Limits | None = None, label: str | None = None):
+    """Yield ``EmailItem`` or ``Issue`` for every message under ``path`` (file or folder).
+
+    ``label`` names the source in reports and doc ids (defaults to the file name), so an
+    uploaded temporary file is reported under the name the user gave it.
+    """
+    limits = limits or Limits()
+    path = Path(path)
+    if path.is_symlink():
+        yield Issue(label or path.name, "", "symbolic link not followed", "skipped")
+        return
+    if path.is_dir():
+        yield from _iter_dir(path, limits)
+        return
+    if not path.exists():
+        yield Issue(label or str(path), "", "no such file or directory")
+        return
+    yield from _iter_file(path, label or path.name, limits)
+
+
+def _iter_dir(root: Path, limits: Limits) -> Iterator[EmailItem | Issue]:
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            full = Path(dirpath) / name
+            # The folder's own name is kept so that two folders' 00001.eml stay distinct.
+            rel = f"{root.name}/{full.relative_to(root).as_posix()}"
+            if full.is_symlink():
+                yield Issue(rel, "", "symbolic link not followed", "skipped")
+                continue
+            if full.suffix.lower() in IGNORED_SUFFIXES:
+                yield Issue(rel, "", f"{full.suffix} files are not messages", "skipped")
+                continue
+            yield from _iter_file(full, rel, limits)
+
+
+def _iter_file(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        yield Issue(label, "", f"cannot read file: {exc.strerror}")
+        return
+    if size > limits.max_file_bytes:
+        yield Issue(label, "", f"file is {_mb(size)}, over the {_mb(limits.max_file_bytes)} limit")
+        return
+    if size == 0:
+        yield Issue(label, "", "empty file")
+        return
+    suffix = path.suffix.lower()
+    if suffix in ZIP_SUFFIXES:
+        yield from _iter_zip(path, label, limits)
+        return
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        yield Issue(label, "", f"cannot read file: {exc.strerror}")
+        return
+    if suffix in MBOX_SUFFIXES:
+        yield from iter_mbox_bytes(data, label, limits)
+    elif suffix in JSONL_SUFFIXES:
+        yield from iter_jsonl_bytes(data, label, limits)
+    else:
+        yield from _single(data, label, label, "", limits)
+
+
+def _single(data: bytes, docid: str, source: str, where: str, limits: Limits):
+    if len(data) > limits.max_message_bytes:
+        yield Issue(
+            source,
+            where,
+            f"message is {_mb(len(data))}, over the {_mb(limits.max_message_bytes)} limit",
+        )
+        return
+    try:
+        parsed = parse_email_bytes(data)
+    except EmailParseError as exc:
+        yield Issue(source, where, str(exc))
+        return
+    except Exception as exc:  # the stdlib parser on hostile input: report, never crash
+        yield Issue(source, where, f"unreadable message ({type(exc).__name__}: {exc})"[:300])
+        return
+    yield EmailItem(_docid(docid), source, where, parsed)
+
+
+def iter_mbox_bytes(data: bytes, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
+    """Split an mbox (mboxo/mboxrd) on ``From `` lines and parse each message."""
+    if not data.startswith(b"From "):
+        yield Issue(label, "line 1", "not an mbox file: the first line does not start with 'From '")
+        return
+    starts: list[tuple[int, int]] = []  # (byte offset, line number)
+    offset, line_no, previous_blank = 0, 1, True
+    for line in data.splitlines(keepends=True):
+        if previous_blank and line.startswith(b"From "):
+            starts.append((offset, line_no))
+        previous_blank = line in (b"\n", b"\r\n")
+        offset += len(line)
+        line_no += 1
+    starts.append((len(data), line_no))
+    for n, ((begin, first_line), (end, _)) in enumerate(zip(starts, starts[1:], strict=False), 1):
+        chunk = data[begin:end]
+        _from_line, _sep, message = chunk.partition(b"\n")
+        # mboxrd quotes body lines that start with "From " as ">From "; undo one level.
+        message = b"\n".join(
+            ln[1:] if ln.startswith(b">") and ln.lstrip(b">").startswith(b"From ") else ln
+            for ln in message.split(b"\n")
+        )
+        where = f"line {first_line} (offset {begin})"
+        yield from _single(message, f"{label}#{n}", label, where, limits)
+
+
+def _as_list(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise ValueError("must be a string or a list of strings")
+
+
+def _str_field(obj: dict, key: str) -> str:
+    value = obj.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"field {key!r} must be a string")
+    return clean_text(value)
+
+
+def _email_from_json(obj: dict) -> ParsedEmail:
+    """Build a ParsedEmail from a structured JSONL record (see docs/formats.md)."""
+    out = ParsedEmail()
+    out.message_id = _str_field(obj, "message_id")[:998]
+    out.subject = _str_field(obj, "subject")
+    out.from_header = _str_field(obj, "from")
+    headers = {}
+    for key in ("to", "cc", "bcc"):
+        try:
+            values = _as_list(obj.get(key))
+        except ValueError as exc:
+            raise ValueError(f"field {key!r} {exc}") from None
+        joined = ", ".join(clean_text(v) for v in values)
+        setattr(out, f"{key}_header", joined)
+        headers[key] = joined
+    pairs = email.utils.getaddresses([out.from_header]) if out.from_header else []
+    out.addresses = {"from": pairs[0][1].lower() if pairs and "@" in pairs[0][1] else ""}
+    for key, joined in headers.items():
+        out.addresses[key] = [a.lower() for _n, a in email.utils.getaddresses([joined]) if "@" in a]
+    date = _str_field(obj, "date")
+    if date:
+        try:
+            parsed = datetime.fromisoformat(date)
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            out.date = parsed
+        except ValueError:
+            out.date = parse_date(date, out.problems)
+    out.body = _str_field(obj, "body")
+    if not out.body and obj.get("body_html"):
+        out.body = html_to_text(_str_field(obj, "body_html"))
+        out.body_from_html = True
+    attachments = obj.get("attachments") or []
+    if not isinstance(attachments, list):
+        raise ValueError("field 'attachments' must be a list")
+    for i, att in enumerate(attachments):
+        if not isinstance(att, dict):
+            raise ValueError(f"attachment {i + 1} must be an object")
+        raw_name = _str_field(att, "filename")
+        name, changed = sanitise_filename(raw_name, i)
+        if changed:
+            out.problems.append(f"attachment name {raw_name[:80]!r} replaced by {name!r}")
+        text = _str_field(att, "text")
+        out.attachments.append(
+            ParsedAttachment(
+                filename=name,
+                content_type=(_str_field(att, "content_type") or "text/plain")[:255],
+                size=len(text.encode("utf-8", "surrogatepass")),
+                is_text=bool(text),
+                text=text,
+            )
+        )
+    if not (out.subject or out.body or out.from_header):
+        raise ValueError("record has none of subject, body or from")
+    return out
+
+
+def iter_jsonl_bytes(data: bytes, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
+    """Yield one message per JSON line: either ``{"raw": "<RFC-822>"}`` or structured fields."""
+    for line_no, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        where = f"line {line_no}"
+        if len(line) > limits.max_message_bytes:
+            yield Issue(label, where, f"line is {_mb(len(line))}, over the message limit")
+            continue
+        try:
+            obj = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            yield Issue(label, where, f"not valid JSON ({exc})"[:300])
+            continue
+        if not isinstance(obj, dict):
+            yield Issue(label, where, "each line must be a JSON object")
+            continue
+        docid = obj.get("id", obj.get("docid"))
+        if docid is not None and not isinstance(docid, str | int):
+            yield Issue(label, where, "field 'id' must be a string or a number")
+            continue
+        docid = str(docid) if docid not in (None, "") else f"{label}#L{line_no}"
+        raw = obj.get("raw")
+        if raw is not None:
+            if not isinstance(raw, str):
+                yield Issue(label, where, "field 'raw' must be a string")
+                continue
+            yield from _single(raw.encode("utf-8", "surrogateescape"), docid, label, where, limits)
+            continue
+        try:
+            parsed = _email_from_json(obj)
+        except ValueError as exc:
+            yield Issue(label, where, str(exc))
+            continue
+        yield EmailItem(_docid(docid), label, where, parsed)
+
+
+def _safe_member(name: str) -> str | None:
+    """Return a normalised member path, or None if it would escape the archive's root."""
+    normalised = name.replace("\\", "/")
+    pure = PurePosixPath(normalised)
+    if pure.is_absolute() or ".." in pure.parts or (pure.parts and ":" in pure.parts[0]):
+        return None
+    return pure.as_posix()
+
+
+def _iter_zip(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
+    """Read messages from a zip in memory; member names are never used as file-system paths."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        yield Issue(label, "", f"not a readable zip archive ({exc})")
+        return
+    total = 0
+    with archive:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            member = _safe_member(info.filename)
+            if member is None:
+                yield Issue(label, info.filename[:200], "unsafe path in archive; member skipped")
+                continue
+            name = PurePosixPath(member).name
+            if name.startswith(".") or PurePosixPath(member).suffix.lower() in IGNORED_SUFFIXES:
+                yield Issue(label, member, "not a message file", "skipped")
+                continue
+            if info.file_size > limits.max_message_bytes:
+                yield Issue(label, member, f"member is {_mb(info.file_size)}, over the limit")
+                continue
+            total += info.file_size
+            if total > 4 * limits.max_file_bytes:
+                yield Issue(
+                    label,
+                    member,
+                    "archive expands to more than 4x the file limit; the rest was not read",
+                )
+                return
+            try:
+                data = archive.read(info)
+            except Exception as exc:  # CRC errors, unsupported compression, truncation
+                yield Issue(label, member, f"member could not be read ({exc})"[:300])
+                continue
+            suffix = PurePosixPath(member).suffix.lower()
+            if suffix in MBOX_SUFFIXES:
+                yield from iter_mbox_bytes(data, f"{label}/{member}", limits)
+            elif suffix in JSONL_SUFFIXES:
+                yield from iter_jsonl_bytes(data, f"{label}/{member}", limits)
+            else:
+                yield from _single(data, f"{label}/{member}", label, member, limits)

@@ -1,0 +1,167 @@
+"""Pages for browsing collections, reading documents, searching and importing."""
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotate import roles, selectors, services
+from annotate.forms import ImportForm, SearchForm
+from annotate.models import Collection, Job
+from ranking import lucene
+from ranking.highlight import highlight, query_stems
+from ranking.services import IndexNotReady, collection_search
+
+BROWSE = (roles.LEAD, roles.ARCHIVIST)
+browse_required = roles.role_required(*BROWSE)
+PAGE = 20
+
+
+@login_required
+def home(request):
+    return render(
+        request,
+        "annotate/home.html",
+        {
+            "collections": selectors.collections_for_user(request.user),
+        },
+    )
+
+
+def _collection(request, slug) -> Collection:
+    return get_object_or_404(selectors.collections_for_user(request.user), slug=slug)
+
+
+@browse_required
+def collection_list(request):
+    return render(
+        request,
+        "annotate/collection_list.html",
+        {
+            "collections": selectors.collections_for_user(request.user),
+        },
+    )
+
+
+@browse_required
+def collection_detail(request, slug):
+    collection = _collection(request, slug)
+    docs = selectors.documents_for_user(request.user, collection=collection).only(
+        "id", "docid", "subject", "from_header", "date", "collection_id"
+    )
+    page = Paginator(docs.order_by("id"), 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "annotate/collection_detail.html",
+        {
+            "collection": collection,
+            "stats": selectors.collection_stats(collection=collection),
+            "jobs": selectors.collection_jobs(collection=collection),
+            "topics": collection.topics.all()[:200],
+            "page": page,
+        },
+    )
+
+
+@browse_required
+def document_detail(request, slug, pk):
+    collection = _collection(request, slug)
+    doc = selectors.document_get(user=request.user, pk=pk, collection=collection)
+    if doc is None:
+        raise Http404
+    query = request.GET.get("q", "")[:500]
+    body = (
+        highlight(doc.body, query_stems(query, lucene.stem), lucene.stem)
+        if (query and lucene.is_loaded())
+        else None
+    )
+    return render(
+        request,
+        "annotate/document_detail.html",
+        {
+            "collection": collection,
+            "doc": doc,
+            "query": query,
+            "highlighted_body": body,
+        },
+    )
+
+
+@browse_required
+def search(request, slug):
+    collection = _collection(request, slug)
+    form = SearchForm(request.GET or None)
+    results, error, page = [], None, 1
+    if form.is_valid() and form.cleaned_data["q"].strip():
+        page = form.cleaned_data.get("page") or 1
+        try:
+            results = collection_search(
+                collection=collection,
+                query=form.cleaned_data["q"],
+                documents=selectors.documents_for_user(request.user),
+                k=PAGE,
+                offset=(page - 1) * PAGE,
+            )
+        except IndexNotReady:
+            error = "This collection has no search index yet. A lead can build it."
+    context = {
+        "collection": collection,
+        "form": form,
+        "results": results,
+        "error": error,
+        "page": page,
+        "has_next": len(results) == PAGE,
+        "query": form.data.get("q", ""),
+        "first_rank": (page - 1) * PAGE + 1,
+    }
+    template = "annotate/_search_results.html" if request.htmx else "annotate/search.html"
+    return render(request, template, context)
+
+
+@roles.role_required(roles.LEAD)
+def import_page(request):
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        upload = data["file"]
+        with transaction.atomic():
+            collection = data.get("collection")
+            if collection is None and data.get("new_collection"):
+                collection = Collection.objects.create(
+                    name=data["new_collection"].strip(),
+                    slug=data["new_slug"],
+                    kind=data["new_kind"],
+                )
+            path = services.upload_store(uploaded=upload, original_name=upload.name)
+            job = services.job_import_create(
+                collection=collection,
+                fmt=data["format"],
+                path=path,
+                label=upload.name[:200],
+                user=request.user,
+                persona=data.get("persona"),
+            )
+        messages.info(request, f"Import of {upload.name} queued.")
+        return redirect("job-detail", pk=job.pk)
+    max_mb = f"{settings.SASC_MAX_IMPORT_FILE_BYTES / (1024 * 1024):.0f} MB"
+    return render(request, "annotate/import.html", {"form": form, "max_mb": max_mb})
+
+
+@roles.role_required(roles.LEAD)
+def job_detail(request, pk):
+    job = get_object_or_404(Job.objects.select_related("collection"), pk=pk)
+    template = "annotate/_job.html" if request.htmx else "annotate/job_detail.html"
+    return render(request, template, {"job": job})
+
+
+@require_POST
+@roles.role_required(roles.LEAD)
+def index_rebuild(request, slug):
+    collection = _collection(request, slug)
+    with transaction.atomic():
+        job = services.job_index_create(collection=collection, user=request.user)
+    return redirect("job-detail", pk=job.pk)

@@ -1,0 +1,9 @@
+from django.db import connection
+from django.http import JsonResponse
+
+
+def health(request):
+    """Return 200 when the database answers (for load balancers and the demo launcher)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return JsonResponse({"status": "ok"})

@@ -1,0 +1,136 @@
+"""Django glue for the ranking core: build a collection's index and features, search it."""
+
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from annotate.models import Collection, Document
+from annotate.selectors import collection_index_documents
+from ranking import features, lucene
+from ranking.highlight import query_stems, snippet
+
+
+@dataclass(frozen=True)
+class IndexPaths:
+    root: Path
+    lucene: Path
+    features: Path
+
+
+def index_paths(*, collection: Collection, version: int | None = None) -> IndexPaths:
+    """Return where the index and features of a collection version live."""
+    version = collection.indexed_version if version is None else version
+    root = Path(settings.SASC_INDEX_DIR) / str(collection.pk) / f"v{version}"
+    return IndexPaths(root, root / "lucene", root / "tfidf")
+
+
+def index_build(*, collection_id: int, progress=None, force: bool = False) -> dict:
+    """Build the Lucene index and TF-IDF matrix for the collection's current version.
+
+    Built in a temporary folder and renamed into place, so readers see either the old or
+    the new version, never a half-built one. Idempotent: a version already built is kept
+    unless ``force``. Returns counts and timings.
+    """
+    collection = Collection.objects.get(pk=collection_id)
+    version = collection.version
+    paths = index_paths(collection=collection, version=version)
+    if collection.indexed_version == version and paths.root.exists() and not force:
+        return {"documents": None, "skipped": True, "version": version}
+    total = Document.objects.filter(collection=collection).count()
+    tmp = paths.root.with_name(f"{paths.root.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    started = time.perf_counter()
+    report = lambda n: progress(n, 2 * total) if progress else None  # noqa: E731
+    indexed = lucene.build_index(
+        tmp / "lucene", collection_index_documents(collection=collection), progress=report
+    )
+    lucene_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    matrix = features.build_tfidf(collection_index_documents(collection=collection))
+    features.save(matrix, tmp / "tfidf")
+    feature_seconds = time.perf_counter() - started
+    if progress:
+        progress(2 * total, 2 * total)
+    if paths.root.exists():
+        lucene.release(paths.lucene)
+        features.forget(paths.features)
+        shutil.rmtree(paths.root)
+    tmp.rename(paths.root)
+    with transaction.atomic():
+        locked = Collection.objects.select_for_update().get(pk=collection_id)
+        if locked.indexed_version is None or locked.indexed_version <= version:
+            locked.indexed_version = version
+            locked.indexed_at = timezone.now()
+            locked.save(update_fields=["indexed_version", "indexed_at"])
+    _remove_old_versions(collection, keep=version)
+    return {
+        "documents": indexed,
+        "terms": len(matrix.vocabulary),
+        "nonzeros": int(matrix.matrix.nnz),
+        "lucene_seconds": round(lucene_seconds, 2),
+        "features_seconds": round(feature_seconds, 2),
+        "version": version,
+    }
+
+
+def _remove_old_versions(collection: Collection, keep: int) -> None:
+    base = Path(settings.SASC_INDEX_DIR) / str(collection.pk)
+    for path in base.glob("v*"):
+        if path.name != f"v{keep}" and not path.name.startswith(f"v{keep}.tmp"):
+            lucene.release(path / "lucene")
+            features.forget(path / "tfidf")
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def collection_features(*, collection: Collection) -> features.FeatureMatrix:
+    """Return the memory-mapped TF-IDF matrix of the collection's indexed version."""
+    if collection.indexed_version is None:
+        raise IndexNotReady(collection)
+    return features.load(index_paths(collection=collection).features)
+
+
+class IndexNotReady(RuntimeError):
+    def __init__(self, collection: Collection):
+        super().__init__(f"collection {collection.slug!r} has no index yet; build it first")
+        self.collection = collection
+
+
+@dataclass
+class SearchResult:
+    document: Document
+    score: float
+    snippet: str
+
+
+def collection_search(
+    *, collection: Collection, query: str, documents, k: int = 20, offset: int = 0
+) -> list[SearchResult]:
+    """Run BM25 over the collection's index and return visible documents with snippets.
+
+    ``documents`` is the queryset of documents the user may see; hits outside it are
+    dropped here, before anything about them is rendered.
+    """
+    if collection.indexed_version is None:
+        raise IndexNotReady(collection)
+    paths = index_paths(collection=collection)
+    hits = lucene.search(paths.lucene, query, k=offset + k)[offset:]
+    by_docid = {
+        d.docid: d
+        for d in documents.filter(collection=collection, docid__in=[h.docid for h in hits])
+    }
+    stems = query_stems(query, lucene.stem)
+    results = []
+    for hit in hits:
+        doc = by_docid.get(hit.docid)
+        if doc is None:
+            continue
+        text = doc.body or doc.subject
+        results.append(SearchResult(doc, hit.score, snippet(text, stems, lucene.stem)))
+    return results

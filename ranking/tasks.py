@@ -1,0 +1,11 @@
+"""Celery entry points of the ranking app: take ids, call a service."""
+
+from celery import shared_task
+
+from annotate import services
+
+
+@shared_task(acks_late=True)
+def index_build_task(job_id: int) -> None:
+    """Build a collection's index and features (idempotent per collection version)."""
+    services.job_index_run(job_id=job_id)

@@ -1,0 +1,71 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from annotate import roles, services
+from annotate.models import Collection
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SAMPLE = FIXTURES / "emails" / "sample"
+SHARED_DATA = Path(
+    os.environ.get("SASC_SHARED_DATA", Path(__file__).parents[2] / "shared" / "data")
+)
+
+
+def needs_shared_data(*parts):
+    """Skip a test when ../shared/data (or the named part of it) is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    return pytest.mark.skipif(
+        not path.exists(), reason=f"{path} is absent (reference collections not available)"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(settings, tmp_path):
+    """Keep indexes and uploads of each test in its own folder."""
+    settings.SASC_INDEX_DIR = tmp_path / "indexes"
+    settings.SASC_UPLOAD_DIR = tmp_path / "uploads"
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username, *role_names):
+        return services.user_create(
+            username=username, password="pw-for-tests-only", role_names=list(role_names)
+        )
+
+    return make
+
+
+@pytest.fixture
+def users(make_user):
+    return {
+        "lead": make_user("lead", roles.LEAD),
+        "annotator": make_user("ann", roles.ANNOTATOR),
+        "archivist": make_user("arch", roles.ARCHIVIST),
+        "searcher": make_user("search", roles.SEARCHER),
+        "norole": make_user("nobody"),
+    }
+
+
+@pytest.fixture
+def login(client):
+    def as_user(user):
+        client.force_login(user)
+        return client
+
+    return as_user
+
+
+@pytest.fixture
+def collection(db):
+    return Collection.objects.create(name="Test mail", slug="test-mail")
+
+
+@pytest.fixture
+def sample_collection(collection):
+    report = services.import_run(collection=collection, fmt="emails", path=SAMPLE)
+    assert report.ok, [str(i) for i in report.errors]
+    collection.refresh_from_db()
+    return collection
