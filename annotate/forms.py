@@ -27,9 +27,9 @@ class ImportForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if not data.get("collection") and not (data.get("new_collection") or "").strip():
-            if data.get("format") != "personas":
-                raise forms.ValidationError("Choose a collection or name a new one.")
+        named = (data.get("new_collection") or "").strip()
+        if not data.get("collection") and not named and data.get("format") != "personas":
+            raise forms.ValidationError("Choose a collection or name a new one.")
         if data.get("new_collection"):
             slug = slugify(data["new_collection"])[:100]
             if not slug:

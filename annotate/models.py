@@ -158,6 +158,9 @@ class ReferenceRelevance(models.Model):
             models.UniqueConstraint(fields=["topic", "document", "source"], name="refrel_unique"),
         ]
 
+    def __str__(self):
+        return f"topic {self.topic_id} doc {self.document_id}: {self.grade} ({self.source})"
+
 
 class ReferenceSensitivity(models.Model):
     """An imported sensitivity label of a document for a persona (optionally per topic)."""
@@ -182,6 +185,10 @@ class ReferenceSensitivity(models.Model):
                 name="refsens_all_topics_unique",
             ),
         ]
+
+    def __str__(self):
+        topic = self.topic_id or "*"
+        return f"persona {self.persona_id} topic {topic} doc {self.document_id}: {self.sensitive}"
 
 
 class Job(models.Model):

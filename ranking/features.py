@@ -59,7 +59,8 @@ def build_tfidf(
         min_df=min_df if len(docids) >= 50 else 1,
         max_df=max_df if len(docids) >= 50 else 1.0,
         dtype=np.float32,
-        token_pattern=r"(?u)\b[^\W\d_][\w'-]*[^\W_]\b|\b[^\W\d_]\b",
+        # Terms start with a letter: bare numbers (dates, prices, ids) are noise for relevance.
+        token_pattern=r"(?u)\b[^\W\d_][\w'-]*[^\W_]\b|\b[^\W\d_]\b",  # noqa: S106
     )
     try:
         matrix = vectorizer.fit_transform(texts)

@@ -341,7 +341,7 @@ def parse_email_bytes(data: bytes) -> ParsedEmail:
     msg = email.message_from_bytes(data, policy=email.policy.default)
     if not msg.keys():
         raise EmailParseError("no RFC-822 header lines found")
-    if not any(k.lower() in {"from", "to", "subject", "date", "message-id"} for k in msg.keys()):
+    if not any(k.lower() in {"from", "to", "subject", "date", "message-id"} for k in msg):
         raise EmailParseError("none of From, To, Subject, Date or Message-ID is present")
     out = ParsedEmail()
     head, _sep, _rest = data.partition(b"\n\n")

@@ -28,7 +28,7 @@ USERS = [
     ("archivist", roles.ARCHIVIST),
     ("searcher", roles.SEARCHER),
 ]
-PASSWORD = "sasc-demo"
+PASSWORD = "sasc-demo"  # noqa: S105 (the printed demo credential, local only)
 
 
 def _free_port(preferred: int) -> int:
