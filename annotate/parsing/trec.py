@@ -215,7 +215,7 @@ class QrelLine:
     line: int
 
 
-QREL_FORMATS = ("trec", "cranfield", "cacm")
+QREL_FORMATS = ("trec", "cranfield", "cacm", "binary")
 
 
 def cranfield_grade(code: int) -> int:
@@ -236,7 +236,8 @@ def iter_qrels(data: bytes, label: str, *, fmt: str = "trec") -> Iterator[QrelLi
 
     Formats: ``trec`` (``topic iteration docno grade``; grades below 0 become 0 and above 2
     become 2), ``cranfield`` (``query doc code``, mapped by ``cranfield_grade``) and ``cacm``
-    (``query doc 0 0``: every listed pair is relevant, grade 1).
+    (``query doc 0 0``: every listed pair is relevant, grade 1); ``binary`` is the TREC layout
+    with labels that must be 0 or 1 (sensitivity files).
     """
     if fmt not in QREL_FORMATS:
         raise ValueError(f"unknown qrels format {fmt!r}; use one of {', '.join(QREL_FORMATS)}")
@@ -254,7 +255,7 @@ def iter_qrels(data: bytes, label: str, *, fmt: str = "trec") -> Iterator[QrelLi
         if len(parts) != expected:
             yield Issue(label, where, f"expected {expected} columns, found {len(parts)}")
             continue
-        if fmt == "trec":
+        if fmt in ("trec", "binary"):
             topic, _iteration, docid, grade_text = parts
         else:
             topic, docid, grade_text = parts[0], parts[1], parts[2]
@@ -267,10 +268,14 @@ def iter_qrels(data: bytes, label: str, *, fmt: str = "trec") -> Iterator[QrelLi
             grade = cranfield_grade(grade)
         elif fmt == "cacm":
             grade = 1
+        elif fmt == "binary":
+            if grade not in (0, 1):
+                yield Issue(label, where, f"label must be 0 or 1, not {grade}")
+                continue
         else:
             grade = max(0, min(2, grade))
         topic = normalise_number(topic)
-        if fmt != "trec":
+        if fmt in ("cranfield", "cacm"):
             docid = normalise_number(docid)
         key = (topic, docid)
         if key in seen:

@@ -1,0 +1,225 @@
+from pathlib import Path
+
+import pytest
+from django.db import IntegrityError
+
+from annotate import importers, services
+from annotate.models import (
+    Attachment,
+    Collection,
+    Document,
+    Persona,
+    ReferenceRelevance,
+    ReferenceSensitivity,
+    Topic,
+)
+from tests.conftest import SAMPLE
+
+EDGE = Path(__file__).parents[1] / "fixtures" / "emails" / "edge"
+MSG = "From: a@example.org\nTo: b@example.org\nSubject: {s}\nMessage-ID: <{s}@x>\n\nBody {s}\n"
+
+
+def test_importing_the_sample_stores_every_message_with_attachments(sample_collection):
+    files = list(SAMPLE.glob("*.eml"))
+    docs = Document.objects.filter(collection=sample_collection)
+    assert docs.count() == len(files)
+    assert Attachment.objects.filter(document__collection=sample_collection).exists()
+    assert docs.filter(body_from_html=True).exists()
+    assert docs.exclude(decode_problems=[]).exists()
+    assert sample_collection.version == 1
+    doc = docs.get(docid="sample/easy-ham-1-00001.eml")
+    assert doc.subject == "Re: New Sequences Window"
+    assert doc.addresses["from"] == "kre@munnari.oz.au"
+    assert doc.date is not None and doc.content_hash
+
+
+def test_a_second_run_imports_nothing_twice(sample_collection):
+    before = Document.objects.count(), Attachment.objects.count()
+    report = services.import_run(collection=sample_collection, fmt="emails", path=SAMPLE)
+    assert report.created == 0
+    assert report.unchanged == before[0]
+    assert (Document.objects.count(), Attachment.objects.count()) == before
+    sample_collection.refresh_from_db()
+    assert sample_collection.version == 1, "nothing changed, so the version must not move"
+
+
+def test_duplicates_by_content_or_message_id_are_stored_once_and_counted(collection, tmp_path):
+    box = tmp_path / "box"
+    box.mkdir()
+    (box / "a.eml").write_text(MSG.format(s="one"))
+    (box / "b.eml").write_text(MSG.format(s="one"))  # same content
+    (box / "c.eml").write_text(MSG.format(s="one").replace("Body one", "Resent body"))
+    (box / "d.eml").write_text(MSG.format(s="two"))
+    report = services.import_run(collection=collection, fmt="emails", path=box)
+    assert (report.created, report.duplicates) == (2, 2)
+    kept = Document.objects.get(collection=collection, docid="box/a.eml")
+    assert kept.duplicates_seen == 2
+    assert {d["duplicate_of"] for d in report.duplicate_examples} == {"box/a.eml"}
+
+
+def test_bad_files_are_reported_and_the_rest_imported(collection, tmp_path):
+    box = tmp_path / "mixed"
+    box.mkdir()
+    (box / "good.eml").write_text(MSG.format(s="good"))
+    (box / "empty.eml").write_bytes(b"")
+    (box / "binary.eml").write_bytes(bytes(range(256)) * 4)
+    (box / "noheaders.eml").write_text("hello\nworld\n")
+    report = services.import_run(collection=collection, fmt="emails", path=box)
+    assert report.created == 1
+    assert sorted(str(i) for i in report.errors) == [
+        "mixed/binary.eml: binary data (NUL bytes), not an RFC-822 message",
+        "mixed/empty.eml: empty file",
+        "mixed/noheaders.eml: no RFC-822 header lines found",
+    ]
+    assert not report.ok
+
+
+def test_a_failed_batch_leaves_no_document_without_its_attachments(
+    collection, tmp_path, monkeypatch
+):
+    box = tmp_path / "att"
+    box.mkdir()
+    (box / "a.eml").write_bytes((EDGE / "attachments.eml").read_bytes())
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("disk full while writing attachments")
+
+    monkeypatch.setattr(Attachment.objects, "bulk_create", fail)
+    with pytest.raises(RuntimeError):
+        services.import_run(collection=collection, fmt="emails", path=box)
+    assert not Document.objects.filter(collection=collection).exists()
+    monkeypatch.undo()
+    report = services.import_run(collection=collection, fmt="emails", path=box)
+    assert report.created == 1
+    assert Attachment.objects.filter(document__collection=collection).count() == 3
+
+
+def test_concurrent_insert_of_the_same_docid_falls_back_to_one_by_one(collection, tmp_path):
+    box = tmp_path / "race"
+    box.mkdir()
+    for s in ("one", "two"):
+        (box / f"{s}.eml").write_text(MSG.format(s=s))
+    writer = importers._DocumentWriter(collection, importers.ImportReport())
+    from annotate.parsing.sources import iter_emails
+
+    for item in iter_emails(box):
+        writer.add(item.docid, item.email, item.source)
+    # Another importer stores "race/one.eml" between our read and our write.
+    Document.objects.create(collection=collection, docid="race/one.eml", content_hash="x")
+    writer.finish()
+    assert writer.report.created == 1 and writer.report.unchanged == 1
+    assert Document.objects.filter(collection=collection).count() == 2
+    with pytest.raises(IntegrityError):
+        Document.objects.create(collection=collection, docid="race/one.eml", content_hash="y")
+
+
+TOPICS = b"""<top>
+<num> Number: 7
+<title> first topic
+<desc> Description:
+What the first topic is about.
+<narr> Narrative:
+Relevant: documents about it.
+</top>
+<top>
+<num> Number: 8
+<title>
+</top>
+<top>
+<num> Number: 9
+<title> ninth
+</top>
+"""
+
+
+def test_topics_import_reports_bad_blocks_by_line_and_updates_on_rerun(collection, tmp_path):
+    path = tmp_path / "topics.txt"
+    path.write_bytes(TOPICS)
+    report = importers.topics_import(collection=collection, path=path)
+    assert report.created == 2
+    assert [str(i) for i in report.errors] == ["topics.txt:line 9: topic 8 has no <title>"]
+    t7 = Topic.objects.get(collection=collection, number="7")
+    assert (t7.title, t7.description, t7.narrative) == (
+        "first topic",
+        "What the first topic is about.",
+        "Relevant: documents about it.",
+    )
+    path.write_bytes(TOPICS.replace(b"ninth", b"ninth, revised"))
+    report = importers.topics_import(collection=collection, path=path)
+    assert (report.created, report.updated, report.unchanged) == (0, 1, 1)
+
+
+def test_qrels_import_names_unknown_topics_and_documents_and_never_duplicates(
+    sample_collection, tmp_path
+):
+    Topic.objects.create(collection=sample_collection, number="1", title="t")
+    docid = "sample/easy-ham-1-00001.eml"
+    path = tmp_path / "q.txt"
+    path.write_text(
+        f"1 0 {docid} 2\n1 0 no-such-doc 1\n99 0 {docid} 1\n1 0 {docid}\n1 0 {docid} high\n"
+    )
+    report = importers.qrels_import(collection=sample_collection, path=path)
+    assert report.created == 1
+    assert [str(i) for i in report.errors] == [
+        "q.txt:line 2: unknown document 'no-such-doc' in this collection",
+        "q.txt:line 3: unknown topic '99' in this collection",
+        "q.txt:line 4: expected 4 columns, found 3",
+        "q.txt:line 5: grade 'high' is not an integer",
+    ]
+    importers.qrels_import(collection=sample_collection, path=path)
+    assert ReferenceRelevance.objects.count() == 1
+    path.write_text(f"1 0 {docid} 1\n")
+    report = importers.qrels_import(collection=sample_collection, path=path)
+    assert report.updated == 1
+    assert ReferenceRelevance.objects.get().grade == 1
+
+
+def test_sensitivity_labels_per_topic_and_for_all_topics(sample_collection, tmp_path):
+    persona = Persona.objects.create(name="P")
+    Topic.objects.create(collection=sample_collection, number="1", title="t")
+    docid = "sample/easy-ham-1-00001.eml"
+    path = tmp_path / "s.txt"
+    other = "sample/easy-ham-1-00014.eml"
+    path.write_text(f"* 0 {docid} 1\n1 0 {docid} 0\n1 0 {other} 2\n")
+    report = importers.sensitivity_import(collection=sample_collection, persona=persona, path=path)
+    assert report.created == 2
+    assert [str(i) for i in report.errors] == ["s.txt:line 3: label must be 0 or 1, not 2"]
+    importers.sensitivity_import(collection=sample_collection, persona=persona, path=path)
+    assert ReferenceSensitivity.objects.count() == 2
+    assert ReferenceSensitivity.objects.get(topic__isnull=True).sensitive is True
+
+
+def test_personas_import_validates_fields(tmp_path, db):
+    path = tmp_path / "p.json"
+    path.write_text(
+        '[{"name": "Ann", "occupation": "Clerk"}, {"name": ""}, {"name": "B", "age": 3},'
+        ' "x", {"name": "C", "goals": 5}]'
+    )
+    report = importers.personas_import(path=path)
+    assert report.created == 1
+    assert [(i.where, i.reason) for i in report.errors] == [
+        ("item 2", "persona needs a non-empty 'name'"),
+        ("item 3", "unknown fields: age"),
+        ("item 4", "each persona must be a JSON object"),
+        ("item 5", "every persona field must be a string"),
+    ]
+    path.write_text("{broken")
+    assert importers.personas_import(path=path).errors[0].reason.startswith("not valid JSON")
+
+
+@pytest.mark.parametrize("fmt", ["smart", "topics-trec", "qrels-trec", "personas"])
+def test_every_importer_refuses_a_file_over_the_size_limit(collection, tmp_path, settings, fmt):
+    settings.SASC_MAX_IMPORT_FILE_BYTES = 100
+    path = tmp_path / "big.txt"
+    path.write_bytes(b"x" * 101)
+    report = services.import_run(collection=collection, fmt=fmt, path=path)
+    assert [i.reason for i in report.errors] == ["file is 101 bytes, over the 100 byte limit"]
+    assert Collection.objects.get(pk=collection.pk).version == 0
+
+
+@pytest.mark.parametrize("fmt", ["smart", "topics-trec", "topics-smart", "qrels-trec"])
+def test_text_importers_refuse_binary_files(collection, tmp_path, fmt):
+    path = tmp_path / "bin.dat"
+    path.write_bytes(b"\x00\x01\x02" * 50)
+    report = services.import_run(collection=collection, fmt=fmt, path=path)
+    assert "binary data" in report.errors[0].reason
