@@ -29,7 +29,7 @@ class ImportForm(forms.Form):
         data = super().clean()
         named = (data.get("new_collection") or "").strip()
         if not data.get("collection") and not named and data.get("format") != "personas":
-            raise forms.ValidationError("Choose a collection or name a new one.")
+            self.add_error(None, "Choose a collection or name a new one.")
         if data.get("new_collection"):
             slug = slugify(data["new_collection"])[:100]
             if not slug:

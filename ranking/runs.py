@@ -33,7 +33,9 @@ def evaluate(qrels: Qrels, run: Run, measures: Iterable[str] = DEFAULT_MEASURES)
 
     parsed = [ir_measures.parse_measure(m) for m in measures]
     qrels_list = [
-        ir_measures.Qrel(str(t), str(d), int(g)) for t, docs in qrels.items() for d, g in docs.items()
+        ir_measures.Qrel(str(t), str(d), int(g))
+        for t, docs in qrels.items()
+        for d, g in docs.items()
     ]
     run_list = [
         ir_measures.ScoredDoc(str(t), str(d), float(s))

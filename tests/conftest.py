@@ -23,9 +23,15 @@ def needs_shared_data(*parts):
 
 @pytest.fixture(autouse=True)
 def _isolated_dirs(settings, tmp_path):
-    """Keep indexes and uploads of each test in its own folder."""
+    """Keep indexes and uploads of each test in its own folder; serve static files unhashed."""
     settings.SASC_INDEX_DIR = tmp_path / "indexes"
     settings.SASC_UPLOAD_DIR = tmp_path / "uploads"
+    # Hashing test passwords with PBKDF2 would dominate the run time.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
 
 
 @pytest.fixture

@@ -77,7 +77,12 @@ A relevant document names a subsidy.
 
 
 def test_trec_topics_problems():
-    data = b"<top>\n<title> no number\n</top>\n<top>\n<num> 3\n<title> a\n</top>\n<top>\n<num> 3\n<title> b\n</top>\n<top>\n<num> 4\n<title> unclosed\n"
+    data = (
+        b"<top>\n<title> no number\n</top>\n"
+        b"<top>\n<num> 3\n<title> a\n</top>\n"
+        b"<top>\n<num> 3\n<title> b\n</top>\n"
+        b"<top>\n<num> 4\n<title> unclosed\n"
+    )
     topics, issues = split(iter_trec_topics(data, "t"))
     assert [t.number for t in topics] == ["3"]
     assert [(i.where, i.reason) for i in issues] == [
