@@ -34,7 +34,7 @@ class DocumentAdmin(admin.ModelAdmin):
     search_fields = ("docid", "message_id", "subject", "from_header")
     list_select_related = ("collection",)
     inlines = [AttachmentInline]
-    readonly_fields = ("content_hash", "created_at", "duplicates_seen")
+    readonly_fields = ("content_hash", "created_at", "duplicate_docids")
     show_full_result_count = False
 
 

@@ -122,22 +122,24 @@ class _DocumentWriter:
         self.dedupe = dedupe
         self.report = report
         rows = Document.objects.filter(collection=collection).values_list(
-            "docid", "content_hash", "message_id", "subject"
+            "docid", "content_hash", "message_id", "subject", "duplicate_docids"
         )
         # Both maps point at the docid of the copy that is kept.
         self.docids: set[str] = set()
         self.by_hash: dict[str, str] = {}
         self.by_msgid: dict[tuple[str, str], str] = {}
-        for docid, content_hash, message_id, subject in rows:
+        for docid, content_hash, message_id, subject, duplicate_docids in rows:
             self.docids.add(docid)
+            # Copies found by earlier runs count as imported, so a re-run skips them too.
+            self.docids.update(duplicate_docids)
             self.by_hash.setdefault(content_hash, docid)
             if message_id:
                 self.by_msgid.setdefault((message_id, subject), docid)
         self.pending: list[tuple[Document, list[Attachment]]] = []
-        self.duplicate_hits: dict[str, int] = {}
+        self.duplicate_hits: dict[str, list[str]] = {}
 
-    def add(self, docid: str, parsed: ParsedEmail, source: str, *, metadata=None) -> None:
-        if docid in self.docids:
+    def add(self, docid: str, parsed: ParsedEmail | None, source: str, *, metadata=None) -> None:
+        if docid in self.docids or parsed is None:
             self.report.unchanged += 1
             return
         content_hash = parsed.content_hash
@@ -147,7 +149,7 @@ class _DocumentWriter:
             original = self.by_msgid.get(key)
         if original is not None:
             self.report.duplicates += 1
-            self.duplicate_hits[original] = self.duplicate_hits.get(original, 0) + 1
+            self.duplicate_hits.setdefault(original, []).append(docid)
             if len(self.report.duplicate_examples) < 100:
                 self.report.duplicate_examples.append({"docid": docid, "duplicate_of": original})
             self.docids.add(docid)
@@ -220,10 +222,12 @@ class _DocumentWriter:
 
     def finish(self) -> None:
         self.flush()
-        for docid, count in self.duplicate_hits.items():
-            Document.objects.filter(collection=self.collection, docid=docid).update(
-                duplicates_seen=F("duplicates_seen") + count
-            )
+        with transaction.atomic():
+            for doc in Document.objects.select_for_update().filter(
+                collection=self.collection, docid__in=list(self.duplicate_hits)
+            ):
+                doc.duplicate_docids = doc.duplicate_docids + self.duplicate_hits[doc.docid]
+                doc.save(update_fields=["duplicate_docids"])
         if self.report.created:
             _bump_version(self.collection)
 
@@ -248,7 +252,8 @@ def collection_import_emails(
     def handle(item: EmailItem):
         writer.add(item.docid, item.email, f"{item.source}{':' + item.where if item.where else ''}")
 
-    _consume(iter_emails(Path(path), limits=_limits(), label=label), report, progress, handle)
+    items = iter_emails(Path(path), limits=_limits(), label=label, known=writer.docids.__contains__)
+    _consume(items, report, progress, handle)
     writer.finish()
     return report
 

@@ -65,7 +65,8 @@ class Document(models.Model):
     decode_problems = models.JSONField(default=list, blank=True)
     # Extra fields of non-email collections (SMART .B, .K, .C, ...).
     metadata = models.JSONField(default=dict, blank=True)
-    duplicates_seen = models.PositiveIntegerField(default=0)
+    # Docids of copies of this message that were found and not stored again.
+    duplicate_docids = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

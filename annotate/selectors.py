@@ -96,7 +96,10 @@ def collection_stats(*, collection: Collection) -> dict:
         "documents": docs.count(),
         "attachments": Attachment.objects.filter(document__collection=collection).count(),
         "partly_decoded": docs.exclude(decode_problems=[]).count(),
-        "duplicates_seen": sum(docs.values_list("duplicates_seen", flat=True)),
+        "duplicates_seen": sum(
+            len(d)
+            for d in docs.exclude(duplicate_docids=[]).values_list("duplicate_docids", flat=True)
+        ),
         "topics": Topic.objects.filter(collection=collection).count(),
         "qrels": collection.topics.aggregate(n=Count("reference_qrels"))["n"],
     }

@@ -8,7 +8,7 @@ import email.utils
 import json
 import os
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -37,6 +37,7 @@ MAX_DOCID = 255
 class Limits:
     max_file_bytes: int = 50 * 1024 * 1024
     max_message_bytes: int = 25 * 1024 * 1024
+    known: Callable[[str], bool] | None = None
 
 
 @dataclass
@@ -44,7 +45,7 @@ class EmailItem:
     docid: str
     source: str
     where: str
-    email: ParsedEmail
+    email: ParsedEmail | None
 
 
 def _mb(n: int) -> str:
@@ -58,13 +59,22 @@ def _docid(text: str) -> str:
     return text
 
 
-def iter_emails(path: Path, *, limits: Limits | None = None, label: str | None = None):
+def iter_emails(
+    path: Path,
+    *,
+    limits: Limits | None = None,
+    label: str | None = None,
+    known: Callable[[str], bool] | None = None,
+):
     """Yield ``EmailItem`` or ``Issue`` for every message under ``path`` (file or folder).
 
     ``label`` names the source in reports and doc ids (defaults to the file name), so an
-    uploaded temporary file is reported under the name the user gave it.
+    uploaded temporary file is reported under the name the user gave it. Messages whose
+    docid ``known`` accepts are not parsed again: they come back as ``EmailItem`` with
+    ``email=None`` (a re-run then costs little more than listing the files).
     """
     limits = limits or Limits()
+    limits.known = known
     path = Path(path)
     if path.is_symlink():
         yield Issue(label or path.name, "", "symbolic link not followed", "skipped")
@@ -126,6 +136,10 @@ def _iter_file(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | I
 
 
 def _single(data: bytes, docid: str, source: str, where: str, limits: Limits):
+    docid = _docid(docid)
+    if limits.known is not None and limits.known(docid):
+        yield EmailItem(docid, source, where, None)
+        return
     if len(data) > limits.max_message_bytes:
         yield Issue(
             source,
@@ -141,7 +155,7 @@ def _single(data: bytes, docid: str, source: str, where: str, limits: Limits):
     except Exception as exc:  # the stdlib parser on hostile input: report, never crash
         yield Issue(source, where, f"unreadable message ({type(exc).__name__}: {exc})"[:300])
         return
-    yield EmailItem(_docid(docid), source, where, parsed)
+    yield EmailItem(docid, source, where, parsed)
 
 
 def iter_mbox_bytes(data: bytes, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:

@@ -53,8 +53,12 @@ def test_duplicates_by_content_or_message_id_are_stored_once_and_counted(collect
     report = services.import_run(collection=collection, fmt="emails", path=box)
     assert (report.created, report.duplicates) == (2, 2)
     kept = Document.objects.get(collection=collection, docid="box/a.eml")
-    assert kept.duplicates_seen == 2
+    assert kept.duplicate_docids == ["box/b.eml", "box/c.eml"]
     assert {d["duplicate_of"] for d in report.duplicate_examples} == {"box/a.eml"}
+    again = services.import_run(collection=collection, fmt="emails", path=box)
+    assert (again.created, again.duplicates, again.unchanged) == (0, 0, 4)
+    kept.refresh_from_db()
+    assert kept.duplicate_docids == ["box/b.eml", "box/c.eml"], "a re-run counts nothing twice"
 
 
 def test_bad_files_are_reported_and_the_rest_imported(collection, tmp_path):

