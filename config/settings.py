@@ -13,7 +13,6 @@ from config.env import ConfigError, env_bool, env_int, env_list, env_path, env_s
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("SASC_VAR_DIR", BASE_DIR / "var")
-SHARED_DATA_DIR = env_path("SASC_SHARED_DATA", BASE_DIR.parent / "shared" / "data")
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY")
