@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from django.db import transaction
 from django.utils import timezone
 
@@ -31,9 +31,15 @@ IMPORT_FORMATS = {
 
 
 def roles_ensure() -> None:
-    """Create the role groups if they are missing."""
+    """Create the role groups if missing; leads may manage sasc's models in the admin."""
     for name in roles.ROLES:
-        Group.objects.get_or_create(name=name)
+        group, _ = Group.objects.get_or_create(name=name)
+        if name == roles.LEAD:
+            group.permissions.set(
+                Permission.objects.filter(
+                    content_type__app_label__in=["annotate", "review", "ranking"]
+                )
+            )
 
 
 def user_create(*, username: str, password: str, role_names: list[str], **fields) -> User:

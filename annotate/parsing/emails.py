@@ -278,8 +278,9 @@ class _Walker:
         nested = ParsedEmail()
         _fill(nested, inner, depth + 1)
         self.problems.extend(f"attached message: {p}" for p in nested.problems)
-        name = nested.subject or f"message-{position + 1}"
-        name, _ = sanitise_filename(name + ".eml", position)
+        # A subject is not a path: its slashes ("07/13/2001") must not cut the name short.
+        name = (nested.subject or f"message-{position + 1}").replace("/", "-").replace("\\", "-")
+        name, _ = sanitise_filename(name[:250] + ".eml", position)
         text = "\n".join(
             line
             for line in (

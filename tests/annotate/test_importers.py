@@ -211,19 +211,44 @@ def test_personas_import_validates_fields(tmp_path, db):
     assert importers.personas_import(path=path).errors[0].reason.startswith("not valid JSON")
 
 
-@pytest.mark.parametrize("fmt", ["smart", "topics-trec", "qrels-trec", "personas"])
+@pytest.mark.parametrize("fmt", [f for f in services.IMPORT_FORMATS if f != "emails"])
 def test_every_importer_refuses_a_file_over_the_size_limit(collection, tmp_path, settings, fmt):
     settings.SASC_MAX_IMPORT_FILE_BYTES = 100
     path = tmp_path / "big.txt"
     path.write_bytes(b"x" * 101)
-    report = services.import_run(collection=collection, fmt=fmt, path=path)
+    report = _run(collection, fmt, path)
     assert [i.reason for i in report.errors] == ["file is 101 bytes, over the 100 byte limit"]
     assert Collection.objects.get(pk=collection.pk).version == 0
 
 
-@pytest.mark.parametrize("fmt", ["smart", "topics-trec", "topics-smart", "qrels-trec"])
-def test_text_importers_refuse_binary_files(collection, tmp_path, fmt):
+ALL_FORMATS = list(services.IMPORT_FORMATS)
+
+
+def _run(collection, fmt, path):
+    persona = Persona.objects.get_or_create(name="P")[0] if fmt == "sensitivity" else None
+    return services.import_run(collection=collection, fmt=fmt, path=path, persona=persona)
+
+
+@pytest.mark.parametrize("fmt", ALL_FORMATS)
+def test_every_importer_refuses_binary_files_and_stores_nothing(collection, tmp_path, fmt):
     path = tmp_path / "bin.dat"
-    path.write_bytes(b"\x00\x01\x02" * 50)
-    report = services.import_run(collection=collection, fmt=fmt, path=path)
-    assert "binary data" in report.errors[0].reason
+    path.write_bytes(b"\x00\x01\x02\xff" * 50)
+    report = _run(collection, fmt, path)
+    assert report.errors and report.created == 0
+    assert any(w in report.errors[0].reason for w in ("binary data", "not valid JSON"))
+    assert not Document.objects.exists() and not Topic.objects.exists()
+
+
+@pytest.mark.parametrize("fmt", ALL_FORMATS)
+def test_every_importer_reports_an_empty_file(collection, tmp_path, fmt):
+    path = tmp_path / "empty.txt"
+    path.write_bytes(b"")
+    report = _run(collection, fmt, path)
+    assert [i.reason for i in report.errors] == ["empty file"]
+
+
+@pytest.mark.parametrize("fmt", ALL_FORMATS)
+def test_every_importer_reports_a_missing_file(collection, tmp_path, fmt):
+    report = _run(collection, fmt, tmp_path / "nope.txt")
+    assert report.errors and report.created == 0
+    assert "no such file" in report.errors[0].reason.lower()

@@ -128,3 +128,14 @@ def test_html_to_text_keeps_block_structure():
     text = html_to_text("<div>a</div><div>b<br>c</div><ul><li>d</li></ul>")
     assert text.split() == ["a", "b", "c", "d"]
     assert "a\n" in text
+
+
+def test_attached_message_is_named_after_its_whole_subject():
+    raw = (
+        b"From: a@example.org\nSubject: fwd\nMIME-Version: 1.0\n"
+        b'Content-Type: multipart/mixed; boundary="b"\n\n--b\nContent-Type: text/plain\n\nsee\n'
+        b"--b\nContent-Type: message/rfc822\n\nFrom: c@example.org\n"
+        b"Subject: error exmh 2.5 07/13/2001\n\ninner\n--b--\n"
+    )
+    msg = parse_email_bytes(raw)
+    assert msg.attachments[0].filename == "error exmh 2.5 07-13-2001.eml"

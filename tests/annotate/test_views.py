@@ -178,3 +178,10 @@ def test_upload_form_errors_name_the_problem(login, users):
     html = response.content.decode()
     assert "Choose a collection or name a new one." in html
     assert "Sensitivity labels need a persona." in html
+
+
+def test_leads_manage_sasc_models_in_the_admin_and_others_cannot(login, users, doc):
+    url = reverse("admin:annotate_document_changelist")
+    assert login(users["lead"]).get(url).status_code == 200
+    response = login(users["archivist"]).get(url)
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
