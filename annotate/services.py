@@ -205,20 +205,15 @@ def import_run(
     raise ValueError(f"unknown import format {fmt!r}")
 
 
-def job_import_run(*, job_id: int) -> None:
-    """Run a queued import job, recording progress and the full report on the job."""
-    job = job_start(job_id=job_id)
-    if job is None:
-        return
+def _import_execute(job: Job, progress) -> importers.ImportReport:
+    """Run the import a job describes and record its outcome on the job."""
     params = job.params
-    path = Path(params["path"])
     persona = Persona.objects.filter(pk=params.get("persona_id")).first()
-    progress = JobProgress(job, total=_count_files(path))
     try:
         report = import_run(
             collection=job.collection,
             fmt=params["format"],
-            path=path,
+            path=Path(params["path"]),
             label=params.get("label"),
             persona=persona,
             progress=progress,
@@ -228,26 +223,65 @@ def job_import_run(*, job_id: int) -> None:
         job_finish(job=job, ok=False, message=f"Import failed: {type(exc).__name__}: {exc}")
         raise
     job_finish(job=job, ok=report.ok, message=report.summary(), report=report.as_dict())
+    return report
+
+
+def job_import_run(*, job_id: int) -> None:
+    """Run a queued import job, recording progress and the full report on the job."""
+    job = job_start(job_id=job_id)
+    if job is None:
+        return
+    path = Path(job.params["path"])
+    report = _import_execute(job, JobProgress(job, total=_count_files(path)))
     # Uploaded files are kept only until they have been imported.
     if path.is_relative_to(Path(settings.SASC_UPLOAD_DIR)):
         if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)
-    if report.created and job.collection is not None and params["format"] in ("emails", "smart"):
+    if (
+        report.created
+        and job.collection is not None
+        and job.params["format"]
+        in (
+            "emails",
+            "smart",
+        )
+    ):
         job_index_create(collection=job.collection, user=job.created_by)
 
 
-def job_index_run(*, job_id: int) -> None:
-    """Run a queued index build job."""
+def import_recorded(
+    *,
+    collection: Collection | None,
+    fmt: str,
+    path: Path,
+    label: str | None = None,
+    persona: Persona | None = None,
+    progress=None,
+) -> tuple[Job, importers.ImportReport]:
+    """Run an import now (command line, demo) and keep its report as a job, like uploads."""
+    job = Job.objects.create(
+        kind=Job.Kind.IMPORT,
+        status=Job.Status.RUNNING,
+        started_at=timezone.now(),
+        collection=collection,
+        params={
+            "format": fmt,
+            "path": str(path),
+            "label": label or Path(path).name,
+            "persona_id": persona.pk if persona else None,
+            "source": "command line",
+        },
+    )
+    return job, _import_execute(job, progress)
+
+
+def _index_execute(job: Job, progress, *, force: bool = False) -> dict:
     from ranking.services import index_build
 
-    job = job_start(job_id=job_id)
-    if job is None:
-        return
-    progress = JobProgress(job)
     try:
-        result = index_build(collection_id=job.collection_id, progress=progress)
+        result = index_build(collection_id=job.collection_id, progress=progress, force=force)
     except Exception as exc:
         logger.exception("index job %s failed", job.pk)
         job_finish(job=job, ok=False, message=f"Index build failed: {type(exc).__name__}: {exc}")
@@ -261,3 +295,24 @@ def job_index_run(*, job_id: int) -> None:
             f"{result['terms']} terms"
         )
     job_finish(job=job, ok=True, message=message, report=result)
+    return result
+
+
+def job_index_run(*, job_id: int) -> None:
+    """Run a queued index build job."""
+    job = job_start(job_id=job_id)
+    if job is None:
+        return
+    _index_execute(job, JobProgress(job))
+
+
+def index_recorded(*, collection: Collection, progress=None, force: bool = False) -> dict:
+    """Build a collection's index now (command line, demo), recorded as a job."""
+    job = Job.objects.create(
+        kind=Job.Kind.INDEX,
+        status=Job.Status.RUNNING,
+        started_at=timezone.now(),
+        collection=collection,
+        params={"source": "command line"},
+    )
+    return _index_execute(job, progress, force=force)

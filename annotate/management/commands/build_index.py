@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotate.models import Collection
-from ranking.services import index_build
+from annotate.services import index_recorded
 
 
 class Command(BaseCommand):
@@ -27,9 +27,7 @@ class Command(BaseCommand):
                 bar.total = total
                 bar.update(done - bar.n)
 
-            result = index_build(
-                collection_id=collection.pk, progress=progress, force=opts["force"]
-            )
+            result = index_recorded(collection=collection, progress=progress, force=opts["force"])
         if result.get("skipped"):
             self.stdout.write(
                 f"Index of {collection.slug} is current (version {result['version']})"

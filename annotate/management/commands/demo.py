@@ -16,7 +16,6 @@ from django.core.management.base import BaseCommand
 from annotate import roles, services
 from annotate.demo import corpus
 from annotate.models import Collection, Persona
-from ranking.services import index_build
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 SAMPLE_DIR = Path(settings.BASE_DIR) / "tests" / "fixtures" / "emails" / "sample"
@@ -69,14 +68,16 @@ class Command(BaseCommand):
         else:
             self.say(f"Demo collection present: {collection.documents.count()} messages")
         if not Persona.objects.exists():
-            services.import_run(collection=None, fmt="personas", path=DEMO_DIR / "personas.json")
-        report = services.import_run(
+            services.import_recorded(
+                collection=None, fmt="personas", path=DEMO_DIR / "personas.json"
+            )
+        _job, report = services.import_recorded(
             collection=collection, fmt="topics-trec", path=DEMO_DIR / "topics.txt"
         )
         self.say(f"Topics: {report.summary()}")
         if not collection.index_is_current:
             self.say("Building the Lucene index and TF-IDF features (about 20 s)...")
-            result = index_build(collection_id=collection.pk)
+            result = services.index_recorded(collection=collection)
             self.say(f"Indexed {result['documents']} messages")
         for username, role in USERS:
             services.user_create(username=username, password=PASSWORD, role_names=[role])
@@ -98,7 +99,9 @@ class Command(BaseCommand):
             folders = [SAMPLE_DIR]
         for folder in folders:
             self.say(f"Importing {folder.name} ...")
-            report = services.import_run(collection=collection, fmt="emails", path=folder)
+            _job, report = services.import_recorded(
+                collection=collection, fmt="emails", path=folder
+            )
             self.say(f"  {report.summary()}")
 
     def serve(self, port):
@@ -134,6 +137,7 @@ class Command(BaseCommand):
                 "1",
                 "--loglevel",
                 "WARNING",
+                "--quiet",
             ],
             env=env,
             cwd=settings.BASE_DIR,

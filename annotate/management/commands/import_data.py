@@ -57,7 +57,7 @@ class Command(BaseCommand):
                 def progress(n, bar=bar):
                     bar.update(n - bar.n)
 
-                report = services.import_run(
+                _job, report = services.import_recorded(
                     collection=collection,
                     fmt=fmt,
                     path=path,
