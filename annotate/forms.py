@@ -1,4 +1,5 @@
 from django import forms
+from django.conf import settings
 from django.utils.text import slugify
 
 from annotate.models import Collection, Persona
@@ -24,6 +25,16 @@ class ImportForm(forms.Form):
         help_text="Only for sensitivity labels.",
     )
     file = forms.FileField()
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        limit = settings.SASC_MAX_IMPORT_FILE_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"{upload.name} is {upload.size / 1048576:.1f} MB; the limit is "
+                f"{limit / 1048576:.0f} MB. Split it, or import it with manage.py import_data."
+            )
+        return upload
 
     def clean(self):
         data = super().clean()

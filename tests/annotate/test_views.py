@@ -185,3 +185,21 @@ def test_leads_manage_sasc_models_in_the_admin_and_others_cannot(login, users, d
     assert login(users["lead"]).get(url).status_code == 200
     response = login(users["archivist"]).get(url)
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_upload_over_the_limit_is_refused_by_the_form(login, users, collection, settings):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.SASC_MAX_IMPORT_FILE_BYTES = 1024 * 1024
+    response = login(users["lead"]).post(
+        reverse("import"),
+        {
+            "collection": collection.pk,
+            "format": "emails",
+            "new_kind": "email",
+            "file": SimpleUploadedFile("big.mbox", b"x" * (1024 * 1024 + 1)),
+        },
+    )
+    assert response.status_code == 200
+    assert "big.mbox is 1.0 MB; the limit is 1 MB." in response.content.decode()
+    assert not Job.objects.exists()

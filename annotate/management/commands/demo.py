@@ -128,6 +128,7 @@ class Command(BaseCommand):
         worker = subprocess.Popen(
             [
                 str(bin_dir / "celery"),
+                "--quiet",
                 "-A",
                 "config",
                 "worker",
@@ -137,12 +138,17 @@ class Command(BaseCommand):
                 "1",
                 "--loglevel",
                 "WARNING",
-                "--quiet",
             ],
             env=env,
             cwd=settings.BASE_DIR,
         )
         procs = [web, worker]
+
+        def stop(signum, frame):
+            raise KeyboardInterrupt
+
+        # A plain `kill` stops the demo as cleanly as Ctrl-C: no orphaned web or worker.
+        signal.signal(signal.SIGTERM, stop)
         try:
             for _ in range(120):
                 try:
