@@ -10,7 +10,7 @@ Every importer follows the same contract (RELIABILITY.md, "Bad input"):
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -402,10 +402,55 @@ def topics_import(
     return report
 
 
-def _label_targets(collection: Collection):
+def _label_lines(
+    *,
+    collection: Collection,
+    path: Path,
+    label: str,
+    fmt: str,
+    report: ImportReport,
+    all_topics: bool = False,
+) -> Iterator[tuple[int | None, int, int]]:
+    """Yield ``(topic_id, document_id, grade)`` for each usable label line of a file.
+
+    Lines naming a topic or document the collection does not have are reported by line.
+    With ``all_topics``, ``*`` (or ``0``) in the topic column stands for every topic (None).
+    """
+    data = _read_limited(Path(path), label, report)
+    if data is None:
+        return
     topics = dict(Topic.objects.filter(collection=collection).values_list("number", "id"))
     docs = dict(Document.objects.filter(collection=collection).values_list("docid", "id"))
-    return topics, docs
+    for item in iter_qrels(data, label, fmt=fmt):
+        if isinstance(item, Issue):
+            report.add(item)
+            continue
+        where = f"line {item.line}"
+        if all_topics and item.topic in ("*", "0"):
+            topic_id = None
+        else:
+            topic_id = topics.get(item.topic)
+            if topic_id is None:
+                hint = " (use * for all topics)" if all_topics else " in this collection"
+                report.add(Issue(label, where, f"unknown topic {item.topic!r}{hint}"))
+                continue
+        doc_id = docs.get(item.docid)
+        if doc_id is None:
+            report.add(Issue(label, where, f"unknown document {item.docid!r} in this collection"))
+            continue
+        yield topic_id, doc_id, item.grade
+
+
+def _counted_change(report: ImportReport, previous, value) -> bool:
+    """Count a label as created, updated or unchanged; return whether it must be written."""
+    if previous == value:
+        report.unchanged += 1
+        return False
+    if previous is None:
+        report.created += 1
+    else:
+        report.updated += 1
+    return True
 
 
 def qrels_import(
@@ -420,43 +465,19 @@ def qrels_import(
     report = ImportReport()
     label = label or Path(path).name
     source = source or label
-    data = _read_limited(Path(path), label, report)
-    if data is None:
-        return report
-    topics, docs = _label_targets(collection)
-    existing = {
-        (t, d): g
+    existing = dict(
+        ((t, d), g)
         for t, d, g in ReferenceRelevance.objects.filter(
             topic__collection=collection, source=source
         ).values_list("topic_id", "document_id", "grade")
-    }
-    rows = []
-    for item in iter_qrels(data, label, fmt=fmt):
-        if isinstance(item, Issue):
-            report.add(item)
-            continue
-        where = f"line {item.line}"
-        topic_id = topics.get(item.topic)
-        if topic_id is None:
-            report.add(Issue(label, where, f"unknown topic {item.topic!r} in this collection"))
-            continue
-        doc_id = docs.get(item.docid)
-        if doc_id is None:
-            report.add(Issue(label, where, f"unknown document {item.docid!r} in this collection"))
-            continue
-        previous = existing.get((topic_id, doc_id))
-        if previous == item.grade:
-            report.unchanged += 1
-            continue
-        if previous is None:
-            report.created += 1
-        else:
-            report.updated += 1
-        rows.append(
-            ReferenceRelevance(
-                topic_id=topic_id, document_id=doc_id, grade=item.grade, source=source
-            )
+    )
+    rows = [
+        ReferenceRelevance(topic_id=t, document_id=d, grade=grade, source=source)
+        for t, d, grade in _label_lines(
+            collection=collection, path=path, label=label, fmt=fmt, report=report
         )
+        if _counted_change(report, existing.get((t, d)), grade)
+    ]
     with transaction.atomic():
         ReferenceRelevance.objects.bulk_create(
             rows,
@@ -480,40 +501,24 @@ def sensitivity_import(
     report = ImportReport()
     label = label or Path(path).name
     source = source or label
-    data = _read_limited(Path(path), label, report)
-    if data is None:
-        return report
-    topics, docs = _label_targets(collection)
-    existing = {
-        (t, d): s
+    existing = dict(
+        ((t, d), s)
         for t, d, s in ReferenceSensitivity.objects.filter(
             persona=persona, document__collection=collection, source=source
         ).values_list("topic_id", "document_id", "sensitive")
-    }
-    rows = []
-    for item in iter_qrels(data, label, fmt="binary"):
-        if isinstance(item, Issue):
-            report.add(item)
-            continue
-        where = f"line {item.line}"
-        if item.topic in ("*", "0"):
-            topic_id = None
-        else:
-            topic_id = topics.get(item.topic)
-            if topic_id is None:
-                report.add(Issue(label, where, f"unknown topic {item.topic!r} (use * for all)"))
-                continue
-        doc_id = docs.get(item.docid)
-        if doc_id is None:
-            report.add(Issue(label, where, f"unknown document {item.docid!r} in this collection"))
-            continue
-        previous = existing.get((topic_id, doc_id))
-        if previous == bool(item.grade):
-            report.unchanged += 1
-            continue
-        report.created += previous is None
-        report.updated += previous is not None
-        rows.append((topic_id, doc_id, bool(item.grade)))
+    )
+    rows = [
+        (t, d, bool(value))
+        for t, d, value in _label_lines(
+            collection=collection,
+            path=path,
+            label=label,
+            fmt="binary",
+            report=report,
+            all_topics=True,
+        )
+        if _counted_change(report, existing.get((t, d)), bool(value))
+    ]
     with transaction.atomic():
         for topic_id, doc_id, sensitive in rows:
             ReferenceSensitivity.objects.update_or_create(

@@ -289,12 +289,16 @@ def iter_jsonl_bytes(data: bytes, label: str, limits: Limits) -> Iterator[EmailI
                 continue
             yield from _single(raw.encode("utf-8", "surrogateescape"), docid, label, where, limits)
             continue
+        docid = _docid(docid)
+        if limits.known is not None and limits.known(docid):
+            yield EmailItem(docid, label, where, None)
+            continue
         try:
             parsed = _email_from_json(obj)
         except ValueError as exc:
             yield Issue(label, where, str(exc))
             continue
-        yield EmailItem(_docid(docid), label, where, parsed)
+        yield EmailItem(docid, label, where, parsed)
 
 
 def _safe_member(name: str) -> str | None:
