@@ -1,13 +1,19 @@
 from django.contrib import admin
 
 from annotate.models import (
+    AnnotationProject,
+    Assignment,
     Attachment,
     Collection,
     Document,
     Job,
+    Judgment,
+    JudgmentVersion,
     Persona,
     ReferenceRelevance,
     ReferenceSensitivity,
+    Round,
+    Task,
     Topic,
 )
 
@@ -70,3 +76,60 @@ class JobAdmin(admin.ModelAdmin):
     list_display = ("id", "kind", "status", "collection", "created_at", "finished_at", "message")
     list_filter = ("kind", "status")
     readonly_fields = [f.name for f in Job._meta.fields]
+
+
+class RoundInline(admin.TabularInline):
+    model = Round
+    extra = 0
+
+
+@admin.register(AnnotationProject)
+class AnnotationProjectAdmin(admin.ModelAdmin):
+    list_display = ("name", "collection", "overlap", "double_percent", "created_at")
+    prepopulated_fields = {"slug": ("name",)}
+    filter_horizontal = ("personas", "topics", "annotators")
+    inlines = [RoundInline]
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ("id", "project", "round", "topic", "document", "persona", "required", "claimed")
+    list_filter = ("project", "round__kind")
+    raw_id_fields = ("document", "topic")
+    list_select_related = ("project", "round", "topic", "document", "persona")
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ("task", "annotator", "status", "leased_at", "expires_at")
+    list_filter = ("status",)
+    raw_id_fields = ("task",)
+
+
+class JudgmentVersionInline(admin.TabularInline):
+    model = JudgmentVersion
+    extra = 0
+    can_delete = False
+    readonly_fields = [f.name for f in JudgmentVersion._meta.fields]
+
+
+@admin.register(Judgment)
+class JudgmentAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "task",
+        "annotator",
+        "relevance",
+        "persona_sensitive",
+        "personal_sensitive",
+        "active_seconds",
+        "version",
+        "submitted_at",
+    )
+    list_filter = ("round", "relevance", "persona_sensitive")
+    raw_id_fields = ("task",)
+    inlines = [JudgmentVersionInline]
+
+    def has_change_permission(self, request, obj=None):
+        # Judgments change only through the annotator's versioned edit.
+        return False

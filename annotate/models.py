@@ -237,3 +237,191 @@ class Job(models.Model):
         if not self.progress_total:
             return 100 if self.is_finished else 0
         return min(100, round(100 * self.progress_done / self.progress_total))
+
+
+# --- Annotation -----------------------------------------------------------------------------
+
+
+class AnnotationProject(models.Model):
+    """Who judges which (topic, document, persona) tasks of a collection, and how."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="projects")
+    personas = models.ManyToManyField(Persona, related_name="projects")
+    topics = models.ManyToManyField(Topic, related_name="projects")
+    annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="projects")
+    overlap = models.PositiveSmallIntegerField(
+        default=1, help_text="How many annotators judge each production task"
+    )
+    double_percent = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Percentage of production tasks judged by two annotators (for agreement), "
+        "when the overlap is 1",
+    )
+    lease_minutes = models.PositiveSmallIntegerField(default=30)
+    guidelines = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Round(models.Model):
+    """A training round (every annotator judges the same tasks) or a production round."""
+
+    class Kind(models.TextChoices):
+        TRAINING = "training", "Training"
+        PRODUCTION = "production", "Production"
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveSmallIntegerField()
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.PRODUCTION)
+    is_open = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "number"], name="round_number_unique"),
+        ]
+
+    def __str__(self):
+        return f"{self.project} round {self.number} ({self.kind})"
+
+
+class Task(models.Model):
+    """One (topic, document, persona) to judge, by ``required`` annotators."""
+
+    class Source(models.TextChoices):
+        EXPLICIT = "explicit", "Explicit list"
+        POOL = "pool", "Pool"
+        ACTIVE = "active", "Active learning"
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="tasks")
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="tasks")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="tasks")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="tasks")
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="tasks")
+    required = models.PositiveSmallIntegerField(default=1)
+    # Live leases plus submitted judgments; changed only under this row's lock (G1).
+    claimed = models.PositiveSmallIntegerField(default=0)
+    position = models.PositiveIntegerField(default=0, help_text="Order inside its topic batch")
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.EXPLICIT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["round", "topic", "persona", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["round", "topic", "document", "persona"], name="task_unique"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(claimed__lte=models.F("required")), name="task_not_overclaimed"
+            ),
+        ]
+        indexes = [models.Index(fields=["project", "round", "claimed"])]
+
+    def __str__(self):
+        return f"task {self.pk}: topic {self.topic_id} doc {self.document_id}"
+
+
+class Assignment(models.Model):
+    """An annotator's claim on a task: a lease that expires, then a submission or a skip."""
+
+    class Status(models.TextChoices):
+        LEASED = "leased", "Leased"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+        EXPIRED = "expired", "Expired"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.LEASED)
+    leased_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    skip_reason = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "annotator"], name="assignment_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["annotator", "status"]),
+            models.Index(fields=["status", "expires_at"]),
+        ]
+
+    def __str__(self):
+        return f"{self.annotator_id} on task {self.task_id}: {self.status}"
+
+
+class Answer(models.TextChoices):
+    YES = "yes", "Yes"
+    NO = "no", "No"
+    DONT_KNOW = "dont_know", "Don't know"
+
+
+class Judgment(models.Model):
+    """An annotator's answers for one task (DOMAIN.md §1, fig. 3.4 of the dissertation)."""
+
+    class Relevance(models.IntegerChoices):
+        NOT = 0, "Not relevant"
+        SOMEWHAT = 1, "Somewhat relevant"
+        HIGHLY = 2, "Highly relevant"
+
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="judgments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments"
+    )
+    round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="judgments")
+    relevance = models.PositiveSmallIntegerField(choices=Relevance.choices)
+    persona_sensitive = models.CharField(max_length=10, choices=Answer.choices)
+    personal_sensitive = models.CharField(max_length=10, choices=Answer.choices)
+    comment = models.TextField(blank=True)
+    active_seconds = models.FloatField(help_text="Time on task, excluding hidden or idle time")
+    started_at = models.DateTimeField()
+    submitted_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    version = models.PositiveIntegerField(default=1)
+    idempotency_key = models.CharField(max_length=100)
+    # Hash of the first submitted answers: a retry with the same key must carry the same body.
+    request_hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["-submitted_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "annotator"], name="judgment_once"),
+            models.UniqueConstraint(
+                fields=["annotator", "idempotency_key"], name="judgment_idempotency"
+            ),
+        ]
+
+    def __str__(self):
+        return f"judgment {self.pk} v{self.version} by {self.annotator_id} on {self.task_id}"
+
+
+class JudgmentVersion(models.Model):
+    """An earlier state of a judgment, kept when the annotator changes it."""
+
+    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="history")
+    version = models.PositiveIntegerField()
+    relevance = models.PositiveSmallIntegerField(choices=Judgment.Relevance.choices)
+    persona_sensitive = models.CharField(max_length=10, choices=Answer.choices)
+    personal_sensitive = models.CharField(max_length=10, choices=Answer.choices)
+    comment = models.TextField(blank=True)
+    active_seconds = models.FloatField()
+    recorded_at = models.DateTimeField(help_text="When this version was current until")
+
+    class Meta:
+        ordering = ["judgment", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["judgment", "version"], name="judgment_version_unique"),
+        ]
+
+    def __str__(self):
+        return f"judgment {self.judgment_id} v{self.version}"

@@ -2,10 +2,23 @@
 
 from collections.abc import Iterator
 
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, F, Prefetch, QuerySet, Sum
+from django.utils import timezone
 
 from annotate import roles
-from annotate.models import Attachment, Collection, Document, Job, Persona, Topic
+from annotate.models import (
+    AnnotationProject,
+    Answer,
+    Assignment,
+    Attachment,
+    Collection,
+    Document,
+    Job,
+    Judgment,
+    Persona,
+    Task,
+    Topic,
+)
 
 
 def document_text(subject: str, body: str, attachment_texts: list[str]) -> str:
@@ -47,12 +60,14 @@ def collections_for_user(user) -> QuerySet[Collection]:
 def documents_for_user(user, *, collection: Collection | None = None) -> QuerySet[Document]:
     """Return the documents a user may open.
 
-    Leads and archivists see whole collections. Annotators will see the documents of their
-    own tasks and searchers only released documents (later issues); until then, nothing.
+    Leads and archivists see whole collections; annotators only the documents of tasks they
+    hold or held (G6); searchers only released documents (a later issue), so nothing yet.
     """
     qs = Document.objects.none()
     if roles.has_role(user, roles.LEAD, roles.ARCHIVIST):
         qs = Document.objects.all()
+    elif roles.has_role(user, roles.ANNOTATOR):
+        qs = Document.objects.filter(tasks__assignments__annotator=user).distinct()
     if collection is not None:
         qs = qs.filter(collection=collection)
     return qs
@@ -103,3 +118,120 @@ def collection_stats(*, collection: Collection) -> dict:
         "topics": Topic.objects.filter(collection=collection).count(),
         "qrels": collection.topics.aggregate(n=Count("reference_qrels"))["n"],
     }
+
+
+# --- Annotation -----------------------------------------------------------------------------
+
+
+def projects_for_user(user) -> QuerySet[AnnotationProject]:
+    """Leads see every project; annotators the projects they are members of."""
+    if roles.has_role(user, roles.LEAD):
+        return AnnotationProject.objects.all()
+    if roles.has_role(user, roles.ANNOTATOR):
+        return AnnotationProject.objects.filter(annotators=user)
+    return AnnotationProject.objects.none()
+
+
+def assignment_for_user(*, user, task_id: int) -> Assignment | None:
+    """Return the user's own assignment on a task with everything the judging page shows."""
+    return (
+        Assignment.objects.select_related(
+            "task__document__collection",
+            "task__topic",
+            "task__persona",
+            "task__round",
+            "task__project",
+        )
+        .prefetch_related("task__document__attachments")
+        .filter(annotator=user, task_id=task_id)
+        .first()
+    )
+
+
+def _done_needed(tasks) -> tuple[int, int]:
+    # Two queries: summing `required` over a join with judgments would count it per judgment.
+    needed = tasks.aggregate(n=Sum("required"))["n"] or 0
+    return Judgment.objects.filter(task__in=tasks).count(), needed
+
+
+def judging_progress(*, user, project: AnnotationProject, task: Task | None) -> dict:
+    """Return done/needed for the current (topic, persona) batch, the project and the user."""
+    open_tasks = Task.objects.filter(project=project, round__is_open=True)
+    done, needed = _done_needed(open_tasks)
+    out = {
+        "project_done": done,
+        "project_needed": needed,
+        "mine": Judgment.objects.filter(annotator=user, task__project=project).count(),
+    }
+    if task is not None:
+        batch = open_tasks.filter(
+            round_id=task.round_id, topic_id=task.topic_id, persona_id=task.persona_id
+        )
+        out["batch_done"], out["batch_needed"] = _done_needed(batch)
+    for prefix in ("project", "batch"):
+        n = out.get(f"{prefix}_needed")
+        if n is not None:
+            out[f"{prefix}_percent"] = round(100 * out[f"{prefix}_done"] / n) if n else 100
+    return out
+
+
+def judgments_for_user(
+    *, user, project: AnnotationProject, topic_id: int | None = None, since=None
+) -> QuerySet[Judgment]:
+    """Return the user's own judgments in a project, newest first."""
+    qs = Judgment.objects.filter(annotator=user, task__project=project).select_related(
+        "task__document", "task__topic", "task__persona"
+    )
+    if topic_id is not None:
+        qs = qs.filter(task__topic_id=topic_id)
+    if since is not None:
+        qs = qs.filter(submitted_at__gte=since)
+    return qs.order_by("-submitted_at", "-id")
+
+
+def skipped_for_user(*, user, project: AnnotationProject) -> QuerySet[Assignment]:
+    return Assignment.objects.filter(
+        annotator=user, task__project=project, status=Assignment.Status.SKIPPED
+    ).select_related("task__document", "task__topic")
+
+
+def project_dashboard(*, project: AnnotationProject) -> dict:
+    """Return the lead's per-topic view: tasks by state, judgments per annotator, times."""
+    from statistics import median
+
+    now = timezone.now()
+    topics = []
+    for topic in project.topics.order_by("number"):
+        tasks = Task.objects.filter(project=project, topic=topic)
+        if not tasks.exists():
+            continue
+        judgments = Judgment.objects.filter(task__in=tasks)
+        leased = Assignment.objects.filter(
+            task__in=tasks, status=Assignment.Status.LEASED, expires_at__gt=now
+        ).count()
+        done_tasks = tasks.annotate(n=Count("judgments")).filter(n__gte=F("required")).count()
+        times = list(judgments.values_list("active_seconds", flat=True))
+        topics.append(
+            {
+                "topic": topic,
+                "tasks": tasks.count(),
+                "done": done_tasks,
+                "leased": leased,
+                "waiting": tasks.filter(claimed=0).count(),
+                "judgments": len(times),
+                "median_seconds": round(median(times), 1) if times else None,
+                "relevant": judgments.filter(relevance__gte=1).count(),
+                "sensitive": judgments.filter(persona_sensitive=Answer.YES).count(),
+                "per_annotator": list(
+                    judgments.values("annotator__username")
+                    .annotate(n=Count("id"))
+                    .order_by("annotator__username")
+                ),
+                "skipped": list(
+                    Assignment.objects.filter(task__in=tasks, status=Assignment.Status.SKIPPED)
+                    .select_related("annotator", "task__document")
+                    .order_by("id")[:50]
+                ),
+            }
+        )
+    return {"topics": topics}

@@ -1,18 +1,36 @@
 """Writes: background jobs (imports, index builds), users and roles."""
 
+import hashlib
+import json
 import logging
 import shutil
 import time
 import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission, User
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from annotate import importers, roles
-from annotate.models import Collection, Job, Persona
+from annotate.models import (
+    AnnotationProject,
+    Answer,
+    Assignment,
+    Collection,
+    Document,
+    Job,
+    Judgment,
+    JudgmentVersion,
+    Persona,
+    Round,
+    Task,
+    Topic,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -316,3 +334,483 @@ def index_recorded(*, collection: Collection, progress=None, force: bool = False
         params={"source": "command line"},
     )
     return _index_execute(job, progress, force=force)
+
+
+# --- Annotation: projects, leases, judgments ---------------------------------------------------
+
+
+class AnnotationError(Exception):
+    """A refused annotation operation; ``code`` is stable, ``message`` is for people."""
+
+    status = 409
+    code = "conflict"
+
+    def __init__(self, message: str, **extra):
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+
+class TaskNotFound(AnnotationError):
+    status = 404
+    code = "not_found"
+
+
+class LeaseExpired(AnnotationError):
+    status = 409
+    code = "lease_expired"
+
+
+class AlreadyJudged(AnnotationError):
+    status = 409
+    code = "already_judged"
+
+
+class IdempotencyKeyReused(AnnotationError):
+    status = 422
+    code = "idempotency_key_reused"
+
+
+class StaleEdit(AnnotationError):
+    status = 409
+    code = "stale_edit"
+
+
+class InvalidAnswers(AnnotationError):
+    status = 400
+    code = "invalid"
+
+
+class TaskFull(AnnotationError):
+    status = 409
+    code = "task_full"
+
+
+@dataclass(frozen=True)
+class Answers:
+    """The three questions and the comment of one judgment (DOMAIN.md §1)."""
+
+    relevance: int
+    persona_sensitive: str
+    personal_sensitive: str
+    comment: str = ""
+
+    def validated(self) -> "Answers":
+        problems = []
+        if self.relevance not in (0, 1, 2):
+            problems.append("relevance must be 0 (not), 1 (somewhat) or 2 (highly relevant)")
+        choices = set(Answer.values)
+        if self.persona_sensitive not in choices:
+            problems.append("persona sensitivity must be yes, no or dont_know")
+        if self.personal_sensitive not in choices:
+            problems.append("personal sensitivity must be yes, no or dont_know")
+        if len(self.comment) > 10_000:
+            problems.append("the comment is longer than 10,000 characters")
+        if problems:
+            raise InvalidAnswers("; ".join(problems), fields=problems)
+        return self
+
+    def digest(self, active_seconds: float, started_at: datetime) -> str:
+        body = json.dumps(
+            [
+                self.relevance,
+                self.persona_sensitive,
+                self.personal_sensitive,
+                self.comment,
+                round(active_seconds, 3),
+                started_at.isoformat(),
+            ],
+        )
+        return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _required_for(project: AnnotationProject, round_: Round, document: Document) -> int:
+    if round_.kind == Round.Kind.TRAINING:
+        return max(1, project.annotators.count())
+    if project.overlap == 1 and project.double_percent:
+        # Deterministic: the same document is double-judged however tasks are added.
+        bucket = int(hashlib.sha256(document.docid.encode()).hexdigest()[:8], 16) % 100
+        return 2 if bucket < project.double_percent else 1
+    return project.overlap
+
+
+def round_open(*, project: AnnotationProject, kind: str = Round.Kind.PRODUCTION) -> Round:
+    """Open the project's next round."""
+    with transaction.atomic():
+        last = project.rounds.select_for_update().order_by("-number").first()
+        return Round.objects.create(
+            project=project, number=(last.number + 1 if last else 1), kind=kind
+        )
+
+
+def project_tasks_add(
+    *,
+    project: AnnotationProject,
+    round_: Round,
+    topic: Topic,
+    persona: Persona,
+    documents: list[Document],
+    source: str = Task.Source.EXPLICIT,
+) -> int:
+    """Append documents to a (topic, persona) batch of a round; return how many were new."""
+    if topic.collection_id != project.collection_id:
+        raise ValueError(f"topic {topic.number} is not in the project's collection")
+    with transaction.atomic():
+        existing = set(
+            Task.objects.filter(round=round_, topic=topic, persona=persona).values_list(
+                "document_id", flat=True
+            )
+        )
+        start = Task.objects.filter(round=round_, topic=topic, persona=persona).count()
+        new = [
+            Task(
+                project=project,
+                round=round_,
+                topic=topic,
+                persona=persona,
+                document=doc,
+                required=_required_for(project, round_, doc),
+                position=start + i,
+                source=source,
+            )
+            for i, doc in enumerate(d for d in documents if d.pk not in existing)
+        ]
+        Task.objects.bulk_create(new, ignore_conflicts=True)
+    return len(new)
+
+
+def leases_expire(*, project: AnnotationProject | None = None, now: datetime | None = None) -> int:
+    """Return expired leases to the pool; return how many were released."""
+    now = now or timezone.now()
+    qs = Assignment.objects.filter(status=Assignment.Status.LEASED, expires_at__lte=now)
+    if project is not None:
+        qs = qs.filter(task__project=project)
+    released = 0
+    for assignment_id, task_id in qs.values_list("id", "task_id")[:500]:
+        with transaction.atomic():
+            # Flip the status first: only the transaction that flips it gives the claim back.
+            flipped = Assignment.objects.filter(
+                pk=assignment_id, status=Assignment.Status.LEASED, expires_at__lte=now
+            ).update(status=Assignment.Status.EXPIRED)
+            if flipped:
+                Task.objects.filter(pk=task_id, claimed__gt=0).update(claimed=F("claimed") - 1)
+                released += 1
+    return released
+
+
+def _live_leases(user, project):
+    return Assignment.objects.filter(
+        annotator=user,
+        task__project=project,
+        status=Assignment.Status.LEASED,
+        expires_at__gt=timezone.now(),
+    ).order_by("leased_at", "id")
+
+
+def task_claim(
+    *, user, project: AnnotationProject, skip_task_ids: tuple[int, ...] = ()
+) -> Assignment | None:
+    """Return the annotator's oldest live lease not in ``skip_task_ids``, or lease a new task.
+
+    Exactly-once under concurrency (G1): the task row is locked with
+    ``SELECT ... FOR UPDATE SKIP LOCKED`` (PostgreSQL), so two annotators never take the last
+    place of the same task, and ``claimed <= required`` is also a database constraint. On
+    SQLite, which has no row locks, every write transaction starts with ``BEGIN IMMEDIATE``
+    (see settings), so claims are serialised by the database lock instead.
+    """
+    live = _live_leases(user, project).exclude(task_id__in=skip_task_ids).first()
+    if live is not None:
+        return live
+    leases_expire(project=project)
+    now = timezone.now()
+    with transaction.atomic():
+        mine = Assignment.objects.filter(annotator=user, task__project=project).exclude(
+            status=Assignment.Status.EXPIRED
+        )
+        task = (
+            Task.objects.filter(project=project, round__is_open=True, claimed__lt=F("required"))
+            .exclude(pk__in=mine.values("task_id"))
+            .order_by("round__number", "topic_id", "persona_id", "position", "id")
+            .select_for_update(skip_locked=True, of=("self",))
+            .first()
+        )
+        if task is None:
+            return None
+        expires = now + timedelta(minutes=project.lease_minutes)
+        assignment, created = Assignment.objects.get_or_create(
+            task=task,
+            annotator=user,
+            defaults={"leased_at": now, "expires_at": expires},
+        )
+        if not created:  # an earlier lease of this annotator on this task had expired
+            assignment.status = Assignment.Status.LEASED
+            assignment.leased_at, assignment.expires_at = now, expires
+            assignment.skip_reason = ""
+            assignment.save(update_fields=["status", "leased_at", "expires_at", "skip_reason"])
+        Task.objects.filter(pk=task.pk).update(claimed=F("claimed") + 1)
+    return assignment
+
+
+def _locked_assignment(user, task_id: int) -> Assignment:
+    assignment = (
+        Assignment.objects.select_for_update()
+        .select_related("task", "task__round")
+        .filter(task_id=task_id, annotator=user)
+        .first()
+    )
+    if assignment is None:
+        raise TaskNotFound("No such task among yours.")
+    return assignment
+
+
+def judgment_submit(
+    *,
+    user,
+    task_id: int,
+    idempotency_key: str,
+    answers: Answers,
+    active_seconds: float,
+    started_at: datetime,
+) -> tuple[Judgment, bool]:
+    """Store a judgment exactly once; return it and whether it was created now (G2).
+
+    A retry with the same key and the same answers returns the stored judgment; the same key
+    with other answers is refused; a second judgment of the same task is refused (edit the
+    first one instead); a submit after the lease expired is refused (G1). Success means the
+    row is committed (G3).
+    """
+    answers = answers.validated()
+    key = (idempotency_key or "").strip()
+    if not key or len(key) > 100:
+        raise InvalidAnswers("An Idempotency-Key of 1 to 100 characters is required.")
+    now = timezone.now()
+    if not (0 <= active_seconds <= 24 * 3600):
+        raise InvalidAnswers("active time must be between 0 seconds and 24 hours")
+    if started_at > now + timedelta(minutes=5):
+        raise InvalidAnswers("the start time is in the future")
+    digest = answers.digest(active_seconds, started_at)
+    try:
+        with transaction.atomic():
+            assignment = _locked_assignment(user, task_id)
+            # Checked after taking the lock, so a concurrent duplicate sees the first commit.
+            replay = Judgment.objects.filter(annotator=user, idempotency_key=key).first()
+            if replay is not None:
+                if replay.request_hash != digest or replay.task_id != task_id:
+                    raise IdempotencyKeyReused(
+                        "This Idempotency-Key was already used with different answers."
+                    )
+                return replay, False
+            if assignment.status == Assignment.Status.SUBMITTED:
+                existing = Judgment.objects.get(task_id=task_id, annotator=user)
+                raise AlreadyJudged(
+                    "You have already judged this task; change it from your history.",
+                    judgment_id=existing.pk,
+                )
+            if assignment.status != Assignment.Status.LEASED or assignment.expires_at <= now:
+                raise LeaseExpired(
+                    "Your claim on this task expired and it went back to the pool; "
+                    "your answers were not saved. Take the next task to continue."
+                )
+            judgment = Judgment.objects.create(
+                task_id=task_id,
+                annotator=user,
+                round_id=assignment.task.round_id,
+                relevance=answers.relevance,
+                persona_sensitive=answers.persona_sensitive,
+                personal_sensitive=answers.personal_sensitive,
+                comment=answers.comment,
+                active_seconds=active_seconds,
+                started_at=started_at,
+                submitted_at=now,
+                updated_at=now,
+                idempotency_key=key,
+                request_hash=digest,
+            )
+            assignment.status = Assignment.Status.SUBMITTED
+            assignment.save(update_fields=["status"])
+    except IntegrityError:
+        # Only reachable if the lock was bypassed (a database without row locks): the
+        # constraints still hold, and the duplicate gets the stored answer.
+        replay = Judgment.objects.filter(annotator=user, idempotency_key=key).first()
+        if replay is not None and replay.request_hash == digest:
+            return replay, False
+        raise AlreadyJudged("You have already judged this task.") from None
+    return judgment, True
+
+
+def judgment_edit(*, user, judgment_id: int, expected_version: int, answers: Answers) -> Judgment:
+    """Change an earlier judgment, keeping the old answers; refuse a stale edit (G2)."""
+    answers = answers.validated()
+    with transaction.atomic():
+        judgment = (
+            Judgment.objects.select_for_update().filter(pk=judgment_id, annotator=user).first()
+        )
+        if judgment is None:
+            raise TaskNotFound("No such judgment among yours.")
+        if judgment.version != expected_version:
+            raise StaleEdit(
+                f"This judgment changed since you opened it (now version {judgment.version}, "
+                f"you edited version {expected_version}). Reload it and edit again.",
+                version=judgment.version,
+            )
+        JudgmentVersion.objects.create(
+            judgment=judgment,
+            version=judgment.version,
+            relevance=judgment.relevance,
+            persona_sensitive=judgment.persona_sensitive,
+            personal_sensitive=judgment.personal_sensitive,
+            comment=judgment.comment,
+            active_seconds=judgment.active_seconds,
+            recorded_at=timezone.now(),
+        )
+        judgment.relevance = answers.relevance
+        judgment.persona_sensitive = answers.persona_sensitive
+        judgment.personal_sensitive = answers.personal_sensitive
+        judgment.comment = answers.comment
+        judgment.version += 1
+        judgment.updated_at = timezone.now()
+        judgment.save()
+    return judgment
+
+
+def task_skip(*, user, task_id: int, reason: str) -> Assignment:
+    """Give a leased task back with a reason; it stays in the annotator's skipped list."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidAnswers("Say why you skip this task.")
+    with transaction.atomic():
+        assignment = _locked_assignment(user, task_id)
+        if assignment.status != Assignment.Status.LEASED:
+            raise AnnotationError("Only a task you hold can be skipped.")
+        assignment.status = Assignment.Status.SKIPPED
+        assignment.skip_reason = reason[:2000]
+        assignment.save(update_fields=["status", "skip_reason"])
+        Task.objects.filter(pk=task_id, claimed__gt=0).update(claimed=F("claimed") - 1)
+    return assignment
+
+
+def task_resume(*, user, task_id: int) -> Assignment:
+    """Lease a task the annotator skipped earlier, if it still has room."""
+    with transaction.atomic():
+        assignment = _locked_assignment(user, task_id)
+        if assignment.status != Assignment.Status.SKIPPED:
+            raise AnnotationError("Only a skipped task can be taken back.")
+        task = Task.objects.select_for_update().get(pk=task_id)
+        if task.claimed >= task.required:
+            raise TaskFull("Other annotators have taken this task meanwhile.")
+        now = timezone.now()
+        assignment.status = Assignment.Status.LEASED
+        assignment.leased_at = now
+        assignment.expires_at = now + timedelta(minutes=task.project.lease_minutes)
+        assignment.save(update_fields=["status", "leased_at", "expires_at"])
+        Task.objects.filter(pk=task_id).update(claimed=F("claimed") + 1)
+    return assignment
+
+
+def project_create(
+    *,
+    name: str,
+    collection: Collection,
+    personas,
+    topics,
+    annotators,
+    overlap: int = 1,
+    double_percent: int = 0,
+    guidelines: str = "",
+    lease_minutes: int = 30,
+    round_kind: str = Round.Kind.PRODUCTION,
+) -> AnnotationProject:
+    """Create a project with its first round; every annotator must hold the annotator role."""
+    from django.utils.text import slugify
+
+    if overlap < 1:
+        raise ValueError("overlap must be at least 1")
+    if not 0 <= double_percent <= 100:
+        raise ValueError("double_percent must be between 0 and 100")
+    outsiders = [u.username for u in annotators if not roles.has_role(u, roles.ANNOTATOR)]
+    if outsiders:
+        raise ValueError(f"not annotators: {', '.join(outsiders)}")
+    base = slugify(name)[:90] or "project"
+    slug, n = base, 1
+    while AnnotationProject.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    with transaction.atomic():
+        project = AnnotationProject.objects.create(
+            name=name,
+            slug=slug,
+            collection=collection,
+            overlap=overlap,
+            double_percent=double_percent,
+            guidelines=guidelines,
+            lease_minutes=lease_minutes,
+        )
+        project.personas.set(personas)
+        project.topics.set(topics)
+        project.annotators.set(annotators)
+        Round.objects.create(project=project, number=1, kind=round_kind)
+    return project
+
+
+def project_tasks_from_search(
+    *, project: AnnotationProject, round_: Round, k: int = 20, topics=None
+) -> int:
+    """Add each topic's top ``k`` BM25 results (title query) for every persona of the project."""
+    from ranking.services import collection_search
+
+    collection = project.collection
+    added = 0
+    for topic in topics if topics is not None else project.topics.all():
+        results = collection_search(
+            collection=collection,
+            query=topic.title,
+            documents=Document.objects.filter(collection=collection),
+            k=k,
+        )
+        docs = [r.document for r in results]
+        for persona in project.personas.all():
+            added += project_tasks_add(
+                project=project,
+                round_=round_,
+                topic=topic,
+                persona=persona,
+                documents=docs,
+                source=Task.Source.POOL,
+            )
+    return added
+
+
+def project_tasks_from_lines(
+    *, project: AnnotationProject, round_: Round, lines: str
+) -> tuple[int, list[str]]:
+    """Add tasks from ``topic-number docid`` lines; return the count and the refused lines."""
+    topics = {t.number: t for t in project.topics.all()}
+    wanted: dict[str, list[str]] = {}
+    problems = []
+    for n, line in enumerate(lines.splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 2:
+            problems.append(f"line {n}: expected 'topic docid'")
+        elif parts[0] not in topics:
+            problems.append(f"line {n}: topic {parts[0]!r} is not in the project")
+        else:
+            wanted.setdefault(parts[0], []).append(parts[1])
+    added = 0
+    for number, docids in wanted.items():
+        docs = {
+            d.docid: d
+            for d in Document.objects.filter(collection=project.collection, docid__in=docids)
+        }
+        problems += [f"unknown document {d!r}" for d in docids if d not in docs]
+        ordered = [docs[d] for d in dict.fromkeys(docids) if d in docs]
+        for persona in project.personas.all():
+            added += project_tasks_add(
+                project=project,
+                round_=round_,
+                topic=topics[number],
+                persona=persona,
+                documents=ordered,
+            )
+    return added, problems

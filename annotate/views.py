@@ -28,6 +28,7 @@ def home(request):
         "annotate/home.html",
         {
             "collections": selectors.collections_for_user(request.user),
+            "projects": selectors.projects_for_user(request.user),
         },
     )
 

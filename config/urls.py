@@ -4,7 +4,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import IsAuthenticated
 
-from annotate import api, views
+from annotate import annotation_api, api, judging, views
 from config.health import health
 
 urlpatterns = [
@@ -23,6 +23,21 @@ urlpatterns = [
     path("collections/<slug:slug>/index/", views.index_rebuild, name="index-rebuild"),
     path("import/", views.import_page, name="import"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
+    # Judging
+    path("annotate/", judging.project_list, name="annotate-projects"),
+    path("annotate/<slug:slug>/judge/", judging.judge, name="judge"),
+    path("annotate/<slug:slug>/judge/next/", judging.next_task, name="judge-next"),
+    path("annotate/<slug:slug>/judge/<int:task_id>/", judging.submit, name="judge-submit"),
+    path("annotate/<slug:slug>/judge/<int:task_id>/skip/", judging.skip, name="judge-skip"),
+    path("annotate/<slug:slug>/judge/<int:task_id>/resume/", judging.resume, name="judge-resume"),
+    path("annotate/<slug:slug>/progress/", judging.progress, name="judging-progress"),
+    path("annotate/<slug:slug>/history/", judging.history, name="judging-history"),
+    path(
+        "annotate/<slug:slug>/judgments/<int:judgment_id>/",
+        judging.edit,
+        name="judgment-edit",
+    ),
+    path("annotate/<slug:slug>/dashboard/", judging.dashboard, name="judging-dashboard"),
     # API
     path("api/collections/", api.CollectionListApi.as_view(), name="api-collection-list"),
     path(
@@ -38,6 +53,30 @@ urlpatterns = [
     path("api/collections/<slug:slug>/topics/", api.TopicListApi.as_view(), name="api-topic-list"),
     path("api/documents/<int:pk>/", api.DocumentDetailApi.as_view(), name="api-document-detail"),
     path("api/personas/", api.PersonaListApi.as_view(), name="api-persona-list"),
+    path(
+        "api/projects/<slug:slug>/tasks/next/",
+        annotation_api.TaskNextApi.as_view(),
+        name="api-task-next",
+    ),
+    path(
+        "api/tasks/<int:task_id>/judgment/",
+        annotation_api.JudgmentSubmitApi.as_view(),
+        name="api-judgment-submit",
+    ),
+    path(
+        "api/tasks/<int:task_id>/skip/", annotation_api.TaskSkipApi.as_view(), name="api-task-skip"
+    ),
+    path("api/judgments/", annotation_api.JudgmentListApi.as_view(), name="api-judgment-list"),
+    path(
+        "api/judgments/<int:judgment_id>/",
+        annotation_api.JudgmentEditApi.as_view(),
+        name="api-judgment-edit",
+    ),
+    path(
+        "api/projects/<slug:slug>/progress/",
+        annotation_api.ProjectProgressApi.as_view(),
+        name="api-project-progress",
+    ),
     path(
         "api/schema/",
         SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]),

@@ -66,3 +66,29 @@ def snippet(
     prefix = "… " if begin else ""
     suffix = " …" if end < len(flat) else ""
     return prefix + _render(flat[begin:end], window, breaks=False) + suffix
+
+
+_SUFFIXES = ("ing", "edly", "ed", "es", "s", "ly")
+
+
+def light_stem(word: str) -> str:
+    """Return a cheap English stem (lower case, common suffixes cut), '' for short stopwords.
+
+    For pages that must not wait for the JVM (the judging page): close to, but not exactly,
+    Lucene's Porter analysis.
+    """
+    w = word.lower()
+    if w in _STOP:
+        return ""
+    for suffix in _SUFFIXES:
+        if len(w) > len(suffix) + 2 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
+
+
+_STOP = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "has", "have", "in",
+    "into", "is", "it", "its", "of", "on", "or", "that", "the", "their", "there", "these",
+    "they", "this", "to", "was", "were", "will", "with", "about", "after", "all", "also",
+    "any", "can", "not",
+})  # fmt: skip

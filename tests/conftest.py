@@ -75,3 +75,42 @@ def sample_collection(collection):
     assert report.ok, [str(i) for i in report.errors]
     collection.refresh_from_db()
     return collection
+
+
+@pytest.fixture
+def make_project(sample_collection, make_user):
+    """Build a project over the sample collection with ``n_tasks`` tasks of one topic."""
+    from annotate.models import Document, Persona, Round, Topic
+
+    def make(
+        *, annotators=2, n_tasks=6, overlap=1, kind=Round.Kind.PRODUCTION, lease=30, name="Project"
+    ):
+        users = [make_user(f"{name.lower()}-a{i}", roles.ANNOTATOR) for i in range(annotators)]
+        topic, _ = Topic.objects.get_or_create(
+            collection=sample_collection, number="1", defaults={"title": "sequences window"}
+        )
+        persona, _ = Persona.objects.get_or_create(name="Maeve", defaults={"pain_points": "x"})
+        project = services.project_create(
+            name=name,
+            collection=sample_collection,
+            personas=[persona],
+            topics=[topic],
+            annotators=users,
+            overlap=overlap,
+            round_kind=kind,
+            lease_minutes=lease,
+        )
+        docs = list(Document.objects.filter(collection=sample_collection).order_by("id"))
+        services.project_tasks_add(
+            project=project,
+            round_=project.rounds.get(),
+            topic=topic,
+            persona=persona,
+            documents=docs[:n_tasks],
+        )
+        return project, users
+
+    return make
+
+
+ANSWERS = dict(relevance=2, persona_sensitive="no", personal_sensitive="dont_know", comment="")

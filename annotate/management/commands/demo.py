@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand
 
 from annotate import roles, services
 from annotate.demo import corpus
-from annotate.models import Collection, Persona
+from annotate.models import AnnotationProject, Collection, Persona, Round
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 SAMPLE_DIR = Path(settings.BASE_DIR) / "tests" / "fixtures" / "emails" / "sample"
@@ -79,8 +79,35 @@ class Command(BaseCommand):
             self.say("Building the Lucene index and TF-IDF features (about 20 s)...")
             result = services.index_recorded(collection=collection)
             self.say(f"Indexed {result['documents']} messages")
-        for username, role in USERS:
-            services.user_create(username=username, password=PASSWORD, role_names=[role])
+            collection.refresh_from_db()
+        users = {
+            username: services.user_create(username=username, password=PASSWORD, role_names=[role])
+            for username, role in USERS
+        }
+        if not AnnotationProject.objects.filter(collection=collection).exists():
+            self.create_project(collection, [users["annotator1"], users["annotator2"]])
+
+    def create_project(self, collection, annotators):
+        """A training round on one topic, then a production round over all ten topics."""
+        topics = collection.topics.order_by("number")
+        project = services.project_create(
+            name="Demo judging",
+            collection=collection,
+            personas=Persona.objects.filter(name="Maeve Gallagher"),
+            topics=topics,
+            annotators=annotators,
+            overlap=1,
+            double_percent=20,
+            guidelines=(DEMO_DIR / "guidelines.md").read_text(),
+            round_kind=Round.Kind.TRAINING,
+        )
+        training = project.rounds.get(number=1)
+        n = services.project_tasks_from_search(
+            project=project, round_=training, k=5, topics=topics[:1]
+        )
+        production = services.round_open(project=project, kind=Round.Kind.PRODUCTION)
+        n += services.project_tasks_from_search(project=project, round_=production, k=15)
+        self.say(f"Annotation project {project.name!r}: {n} tasks")
 
     def load_corpus(self):
         collection, _ = Collection.objects.get_or_create(

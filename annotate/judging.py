@@ -1,0 +1,282 @@
+"""The annotator's pages: judge tasks (keyboard-first, next task preloaded), history, edits,
+and the lead's project dashboard.
+
+Every query goes through the annotator's own assignments, so a task, document or judgment of
+someone else answers 404 (G6).
+"""
+
+import json
+import uuid
+from datetime import timedelta
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.views.decorators.http import require_POST
+
+from annotate import roles, selectors, services
+from annotate.models import Answer, Judgment
+from ranking.highlight import highlight, light_stem, query_stems
+
+annotator_required = roles.role_required(roles.ANNOTATOR)
+
+
+def _project(request, slug):
+    return get_object_or_404(selectors.projects_for_user(request.user), slug=slug)
+
+
+def _task_context(request, project, assignment) -> dict:
+    if assignment is None:
+        return {"project": project, "assignment": None}
+    full = selectors.assignment_for_user(user=request.user, task_id=assignment.task_id)
+    task = full.task
+    stems = query_stems(task.topic.title, light_stem)
+    return {
+        "project": project,
+        "assignment": full,
+        "task": task,
+        "doc": task.document,
+        "highlighted_body": highlight(task.document.body, stems, light_stem),
+        "idempotency_key": uuid.uuid4().hex,
+        "progress": selectors.judging_progress(user=request.user, project=project, task=task),
+        "relevance_choices": Judgment.Relevance.choices[::-1],
+        "answer_choices": Answer.choices,
+    }
+
+
+@annotator_required
+def project_list(request):
+    return render(
+        request,
+        "annotate/projects.html",
+        {
+            "projects": selectors.projects_for_user(request.user).select_related("collection"),
+        },
+    )
+
+
+@annotator_required
+def judge(request, slug):
+    """Show the current task with the next one already claimed and rendered, hidden."""
+    project = _project(request, slug)
+    current = services.task_claim(user=request.user, project=project)
+    following = None
+    if current is not None:
+        following = services.task_claim(
+            user=request.user, project=project, skip_task_ids=(current.task_id,)
+        )
+    return render(
+        request,
+        "annotate/judge.html",
+        {
+            **_task_context(request, project, current),
+            "next": _task_context(request, project, following) if following else None,
+        },
+    )
+
+
+@annotator_required
+def next_task(request, slug):
+    """Return a task partial to preload, other than the ones the page already shows."""
+    project = _project(request, slug)
+    held = tuple(int(x) for x in request.GET.getlist("held") if x.isdigit())
+    assignment = services.task_claim(user=request.user, project=project, skip_task_ids=held)
+    if assignment is None:
+        return HttpResponse(status=204)
+    return render(request, "annotate/_task.html", _task_context(request, project, assignment))
+
+
+def _answers(data) -> services.Answers:
+    try:
+        relevance = int(data.get("relevance", ""))
+    except ValueError:
+        relevance = -1
+    return services.Answers(
+        relevance=relevance,
+        persona_sensitive=data.get("persona_sensitive", ""),
+        personal_sensitive=data.get("personal_sensitive", ""),
+        comment=data.get("comment", "").strip(),
+    )
+
+
+def _error(request, exc: services.AnnotationError, fallback_url: str):
+    if request.headers.get("X-Requested-With") == "fetch":
+        return JsonResponse(
+            {"code": exc.code, "message": exc.message, **exc.extra}, status=exc.status
+        )
+    messages.error(request, exc.message)
+    return redirect(fallback_url)
+
+
+@require_POST
+@annotator_required
+def submit(request, slug, task_id):
+    """Store a judgment (idempotent) and answer with the next task to preload."""
+    project = _project(request, slug)
+    judge_url = reverse("judge", args=[project.slug])
+    started = parse_datetime(request.POST.get("started_at", "")) or timezone.now()
+    try:
+        active = float(request.POST.get("active_seconds", "0"))
+    except ValueError:
+        active = -1.0
+    key = request.headers.get("Idempotency-Key") or request.POST.get("idempotency_key", "")
+    try:
+        judgment, created = services.judgment_submit(
+            user=request.user,
+            task_id=task_id,
+            idempotency_key=key,
+            answers=_answers(request.POST),
+            active_seconds=active,
+            started_at=started,
+        )
+    except services.AnnotationError as exc:
+        return _error(request, exc, judge_url)
+    if request.headers.get("X-Requested-With") != "fetch":
+        messages.success(request, "Saved.")
+        return redirect(judge_url)
+    held = tuple(int(x) for x in request.POST.getlist("held") if x.isdigit())
+    following = services.task_claim(user=request.user, project=project, skip_task_ids=held)
+    response = (
+        render(request, "annotate/_task.html", _task_context(request, project, following))
+        if following
+        else HttpResponse("")
+    )
+    response["X-Judgment"] = json.dumps(
+        {"id": judgment.pk, "task": task_id, "version": judgment.version, "replayed": not created}
+    )
+    return response
+
+
+@require_POST
+@annotator_required
+def skip(request, slug, task_id):
+    project = _project(request, slug)
+    try:
+        services.task_skip(user=request.user, task_id=task_id, reason=request.POST.get("reason"))
+    except services.AnnotationError as exc:
+        return _error(request, exc, reverse("judge", args=[project.slug]))
+    if request.headers.get("X-Requested-With") == "fetch":
+        return JsonResponse({"skipped": task_id})
+    messages.info(request, "Task skipped; find it under History to come back to it.")
+    return redirect("judge", slug=project.slug)
+
+
+@require_POST
+@annotator_required
+def resume(request, slug, task_id):
+    project = _project(request, slug)
+    try:
+        services.task_resume(user=request.user, task_id=task_id)
+    except services.AnnotationError as exc:
+        messages.error(request, exc.message)
+        return redirect("judging-history", slug=project.slug)
+    return redirect("judge", slug=project.slug)
+
+
+@annotator_required
+def progress(request, slug):
+    project = _project(request, slug)
+    task_id = request.GET.get("task", "")
+    assignment = (
+        selectors.assignment_for_user(user=request.user, task_id=int(task_id))
+        if task_id.isdigit()
+        else None
+    )
+    return render(
+        request,
+        "annotate/_progress.html",
+        {
+            "project": project,
+            "task": assignment.task if assignment else None,
+            "progress": selectors.judging_progress(
+                user=request.user, project=project, task=assignment.task if assignment else None
+            ),
+        },
+    )
+
+
+@annotator_required
+def history(request, slug):
+    project = _project(request, slug)
+    topic = request.GET.get("topic", "")
+    since = None
+    if request.GET.get("session") == "1":
+        since = timezone.now() - timedelta(hours=12)
+    judgments = selectors.judgments_for_user(
+        user=request.user,
+        project=project,
+        topic_id=int(topic) if topic.isdigit() else None,
+        since=since,
+    )[:500]
+    return render(
+        request,
+        "annotate/history.html",
+        {
+            "project": project,
+            "judgments": judgments,
+            "skipped": selectors.skipped_for_user(user=request.user, project=project),
+            "topics": project.topics.order_by("number"),
+            "topic": topic,
+        },
+    )
+
+
+@annotator_required
+def edit(request, slug, judgment_id):
+    project = _project(request, slug)
+    judgment = (
+        selectors.judgments_for_user(user=request.user, project=project)
+        .filter(pk=judgment_id)
+        .first()
+    )
+    if judgment is None:
+        raise Http404
+    error = None
+    if request.method == "POST":
+        try:
+            version = int(request.POST.get("version", ""))
+        except ValueError:
+            version = -1
+        try:
+            services.judgment_edit(
+                user=request.user,
+                judgment_id=judgment.pk,
+                expected_version=version,
+                answers=_answers(request.POST),
+            )
+        except services.AnnotationError as exc:
+            error = exc.message
+            judgment.refresh_from_db()
+        else:
+            messages.success(request, "Judgment changed.")
+            return redirect("judging-history", slug=project.slug)
+    return render(
+        request,
+        "annotate/edit.html",
+        {
+            "project": project,
+            "judgment": judgment,
+            "error": error,
+            "task": judgment.task,
+            "doc": judgment.task.document,
+            "relevance_choices": Judgment.Relevance.choices[::-1],
+            "answer_choices": Answer.choices,
+        },
+    )
+
+
+@roles.role_required(roles.LEAD)
+def dashboard(request, slug):
+    project = _project(request, slug)
+    return render(
+        request,
+        "annotate/dashboard.html",
+        {
+            "project": project,
+            **selectors.project_dashboard(project=project),
+            "progress": selectors.judging_progress(user=request.user, project=project, task=None),
+        },
+    )

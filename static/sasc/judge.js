@@ -1,0 +1,235 @@
+// The judging page: keyboard answers, active-time measurement, the next task shown at once
+// from a preloaded copy, and saves that retry with the same Idempotency-Key until the
+// server has answered (a save is never dropped, and never stored twice).
+(() => {
+  "use strict";
+  const root = document.getElementById("judge");
+  if (!root) return;
+  const current = document.getElementById("current");
+  const preloaded = document.getElementById("preloaded");
+  const allDone = document.getElementById("all-done");
+  const statusEl = document.getElementById("save-status");
+  const errorsEl = document.getElementById("save-errors");
+  const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || "";
+  const IDLE_MS = 60000;
+
+  // --- active time: counts only while the tab is visible and the annotator did something
+  //     in the last minute.
+  let lastActivity = Date.now();
+  let active = 0;
+  let lastTick = Date.now();
+  ["keydown", "mousemove", "mousedown", "scroll", "touchstart"].forEach((e) =>
+    document.addEventListener(e, () => { lastActivity = Date.now(); }, { passive: true }));
+  setInterval(() => {
+    const now = Date.now();
+    if (document.visibilityState === "visible" && now - lastActivity < IDLE_MS) {
+      active += (now - lastTick) / 1000;
+    }
+    lastTick = now;
+  }, 1000);
+
+  const task = () => current.querySelector("section.task");
+  const form = () => current.querySelector("form.answers");
+
+  function startTask() {
+    active = 0;
+    lastTick = Date.now();
+    lastActivity = Date.now();
+    const f = form();
+    if (f) {
+      f.elements.started_at.value = new Date().toISOString();
+      f.querySelector("input[type=radio]").focus({ preventScroll: true });
+    }
+    window.scrollTo(0, 0);
+  }
+
+  function heldIds() {
+    const ids = [];
+    const t = task();
+    if (t) ids.push(t.dataset.taskId);
+    const p = preloaded.content.querySelector("section.task");
+    if (p) ids.push(p.dataset.taskId);
+    return ids;
+  }
+
+  function showNext() {
+    const next = preloaded.content.querySelector("section.task");
+    current.replaceChildren();
+    if (next) {
+      current.appendChild(document.importNode(next, true));
+      preloaded.content.replaceChildren();
+      htmx.process(current);
+      startTask();
+      return true;
+    }
+    current.appendChild(document.importNode(allDone.content, true));
+    return false;
+  }
+
+  function setPreloaded(html) {
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    const next = tpl.content.querySelector("section.task");
+    if (next && !heldIds().includes(next.dataset.taskId)) {
+      preloaded.content.replaceChildren(next);
+      if (!task()) showNext();
+    }
+  }
+
+  async function preload() {
+    if (preloaded.content.querySelector("section.task")) return;
+    const params = new URLSearchParams(heldIds().map((id) => ["held", id]));
+    const res = await fetch(`${root.dataset.nextUrl}?${params}`, {
+      headers: { "X-Requested-With": "fetch" }, credentials: "same-origin",
+    });
+    if (res.status === 200) setPreloaded(await res.text());
+  }
+
+  function showError(message) {
+    const p = document.createElement("p");
+    p.className = "error";
+    p.textContent = message;
+    errorsEl.appendChild(p);
+  }
+
+  // --- saving: one queue, retried with the same key until the server answers.
+  const queue = [];
+  let sending = false;
+
+  async function send() {
+    if (sending) return;
+    sending = true;
+    while (queue.length) {
+      const item = queue[0];
+      statusEl.textContent = `Saving… (${queue.length})`;
+      let res;
+      try {
+        const body = new FormData();
+        item.fields.forEach(([k, v]) => body.append(k, v));
+        heldIds().forEach((id) => body.append("held", id));
+        res = await fetch(item.url, {
+          method: "POST", body, credentials: "same-origin",
+          headers: { "Idempotency-Key": item.key, "X-CSRFToken": csrf(), "X-Requested-With": "fetch" },
+        });
+      } catch (err) {
+        res = null;
+      }
+      if (res === null || res.status >= 500) {
+        item.tries += 1;
+        statusEl.textContent = `Not saved yet, retrying (${item.tries})…`;
+        await new Promise((r) => setTimeout(r, Math.min(30000, 500 * 2 ** item.tries)));
+        continue;
+      }
+      queue.shift();
+      if (res.ok) {
+        const info = JSON.parse(res.headers.get("X-Judgment") || "{}");
+        statusEl.textContent = info.replayed ? "Saved (confirmed)" : "Saved ✓";
+        setPreloaded(await res.text());
+        document.body.dispatchEvent(new CustomEvent("sasc:saved", { detail: info }));
+      } else {
+        let message = `Task ${item.taskId} was not saved (${res.status}).`;
+        try { message = `Task ${item.taskId} was not saved: ${(await res.json()).message}`; } catch (e) { /* not JSON */ }
+        showError(message);
+        statusEl.textContent = "";
+      }
+    }
+    sending = false;
+    preload();
+  }
+
+  window.addEventListener("beforeunload", (e) => {
+    if (queue.length) { e.preventDefault(); e.returnValue = ""; }
+  });
+
+  function submitCurrent() {
+    const f = form();
+    const t = task();
+    if (!f || !t) return;
+    const missing = ["relevance", "persona_sensitive", "personal_sensitive"].filter(
+      (name) => !f.querySelector(`input[name=${name}]:checked`));
+    const errorEl = f.querySelector(".form-error");
+    if (missing.length) {
+      errorEl.hidden = false;
+      errorEl.textContent = `Answer question${missing.length > 1 ? "s" : ""} ${missing
+        .map((m) => ({ relevance: 1, persona_sensitive: 2, personal_sensitive: 3 })[m]).join(", ")} first.`;
+      return;
+    }
+    f.elements.active_seconds.value = active.toFixed(1);
+    queue.push({
+      url: f.action, key: t.dataset.key, taskId: t.dataset.taskId, tries: 0,
+      fields: Array.from(new FormData(f).entries()),
+    });
+    showNext();
+    send();
+  }
+
+  // --- keyboard
+  const ORDER = ["persona_sensitive", "personal_sensitive"];
+  const YND = { y: "yes", n: "no", d: "dont_know" };
+  const answered = [];
+
+  function choose(name, value) {
+    const input = form()?.querySelector(`input[name="${name}"][value="${value}"]`);
+    if (input) { input.checked = true; answered.push(name); }
+  }
+
+  document.addEventListener("submit", (e) => {
+    if (e.target.matches("form.answers") && current.contains(e.target)) {
+      e.preventDefault();
+      submitCurrent();
+    }
+  });
+
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) {
+      if (e.key === "Enter" && e.target.name === "comment") { e.preventDefault(); submitCurrent(); }
+      return;
+    }
+    const tag = (e.target.tagName || "").toLowerCase();
+    if (tag === "textarea" || (tag === "input" && e.target.type !== "radio")) {
+      if (e.key === "Escape") e.target.blur();
+      return;
+    }
+    const f = form();
+    if (e.key === "g") {
+      const g = document.getElementById("guidelines");
+      g.hidden = !g.hidden;
+    } else if (!f) {
+      return;
+    } else if (["0", "1", "2"].includes(e.key)) {
+      choose("relevance", e.key);
+    } else if (YND[e.key]) {
+      const target = ORDER.find((name) => !f.querySelector(`input[name=${name}]:checked`)) || ORDER[1];
+      choose(target, YND[e.key]);
+    } else if (e.key === "Y" || e.key === "N" || e.key === "D") {
+      choose("personal_sensitive", YND[e.key.toLowerCase()]);
+    } else if (e.key === "Backspace") {
+      const name = answered.pop();
+      f.querySelectorAll(`input[name=${name}]`).forEach((i) => { i.checked = false; });
+    } else if (e.key === "Enter") {
+      submitCurrent();
+    } else if (e.key === "c") {
+      f.elements.comment.focus();
+    } else if (e.key === "p") {
+      const p = current.querySelector("[data-persona]");
+      p.open = !p.open;
+    } else if (e.key === "s") {
+      const d = current.querySelector("form.skip details");
+      d.open = true;
+      d.querySelector("input[name=reason]").focus();
+    } else {
+      return;
+    }
+    e.preventDefault();
+  });
+
+  document.addEventListener("click", (e) => {
+    if (e.target.matches("[data-toggle=guidelines]")) {
+      const g = document.getElementById("guidelines");
+      g.hidden = !g.hidden;
+    }
+  });
+
+  startTask();
+  if (task()) preload();
+})();
