@@ -7,7 +7,6 @@ from annotate import services
 from annotate.models import Assignment, Judgment, JudgmentVersion, Round, Task
 from tests.conftest import ANSWERS
 
-
 STARTED = timezone.now() - timedelta(seconds=20)
 
 
