@@ -62,8 +62,17 @@
       startTask();
       return true;
     }
-    current.appendChild(document.importNode(allDone.content, true));
+    // Nothing preloaded yet: wait for the save's answer (or the preload) to bring the next.
+    const wait = document.createElement("p");
+    wait.className = "loading muted";
+    wait.textContent = "Loading the next task…";
+    current.appendChild(wait);
     return false;
+  }
+
+  function showAllDone() {
+    if (task()) return;
+    current.replaceChildren(document.importNode(allDone.content, true));
   }
 
   function setPreloaded(html) {
@@ -83,6 +92,7 @@
       headers: { "X-Requested-With": "fetch" }, credentials: "same-origin",
     });
     if (res.status === 200) setPreloaded(await res.text());
+    else if (res.status === 204 && !queue.length) showAllDone();
   }
 
   function showError(message) {
@@ -194,6 +204,8 @@
     if (e.key === "g") {
       const g = document.getElementById("guidelines");
       g.hidden = !g.hidden;
+    } else if (e.key === "h") {
+      location.href = root.dataset.historyUrl;
     } else if (!f) {
       return;
     } else if (["0", "1", "2"].includes(e.key)) {

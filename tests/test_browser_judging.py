@@ -1,0 +1,186 @@
+"""The judging page in Debian's Chromium: keyboard only, progress across reloads, edits,
+isolation between annotators, and hostile email kept inert (T9) under the CSP."""
+
+import os
+import shutil
+import time
+
+import pytest
+
+from annotate import roles, services
+from annotate.models import Document, Judgment, Persona, Topic
+from tests.conftest import FIXTURES, SAMPLE
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed"),
+]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def browser():
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs a loop
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def watch(page, origin, events):
+    page.on("dialog", lambda d: (events.append(f"dialog {d.message}"), d.dismiss()))
+    page.on("console", lambda m: events.append(f"console {m.type}: {m.text}"))
+    page.on("pageerror", lambda e: events.append(f"pageerror {e}"))
+    page.on(
+        "request",
+        lambda r: (
+            None if r.url.startswith((origin, "data:")) else events.append(f"request {r.url}")
+        ),
+    )
+
+
+def login(page, url, username):
+    page.goto(f"{url}/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", "pw-browser")
+    page.click("button:has-text('Log in')")
+    page.wait_for_url(f"{url}/")
+
+
+def wait_for(page, expression, timeout=10.0):
+    # Polling from Python: the CSP forbids the eval that wait_for_function would need.
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if page.evaluate(expression):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {expression}")
+
+
+@pytest.fixture
+def project(collection, make_user, tmp_path):
+    box = tmp_path / "box"
+    box.mkdir()
+    for name in (
+        "xss.eml",
+        "html-only.eml",
+        "attachments.eml",
+        "multipart-alternative.eml",
+        "unknown-charset.eml",
+    ):
+        (box / name).write_bytes((FIXTURES / "emails" / "edge" / name).read_bytes())
+    services.import_run(collection=collection, fmt="emails", path=box)
+    services.import_run(collection=collection, fmt="emails", path=SAMPLE)
+    a, b = make_user("alice", roles.ANNOTATOR), make_user("bob", roles.ANNOTATOR)
+    for u in (a, b):
+        u.set_password("pw-browser")
+        u.save()
+    topic = Topic.objects.create(
+        collection=collection,
+        number="1",
+        title="alert script meeting",
+        description="Messages about meetings.",
+        narrative="Any.",
+    )
+    persona = Persona.objects.create(name="Maeve", pain_points="family matters")
+    p = services.project_create(
+        name="Browser",
+        collection=collection,
+        personas=[persona],
+        topics=[topic],
+        annotators=[a, b],
+        guidelines="Judge carefully.",
+    )
+    docs = sorted(
+        Document.objects.filter(collection=collection), key=lambda d: d.docid != "box/xss.eml"
+    )
+    services.project_tasks_add(
+        project=p, round_=p.rounds.get(), topic=topic, persona=persona, documents=docs
+    )
+    return p, a, b
+
+
+def test_annotator_judges_by_keyboard_keeps_progress_edits_and_sees_only_own_work(
+    browser, live_server, project
+):
+    p, alice, bob = project
+    url = live_server.url
+    events = []
+    page = browser.new_page()
+    watch(page, url, events)
+    login(page, url, "alice")
+    response = page.goto(f"{url}/annotate/{p.slug}/judge/")
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    page.wait_for_selector("#current section.task")
+    # T9: the hostile message is first, and is shown as text.
+    assert "<script>alert('body')</script>" in page.inner_text("#current article.email")
+    assert page.locator("#current article.email script, #current article.email svg").count() == 0
+
+    answers = [("2", "y", "n"), ("1", "n", "n"), ("0", "d", "y")]
+    seen = []
+    for keys in answers:
+        task_id = page.evaluate("document.querySelector('#current section.task').dataset.taskId")
+        seen.append(int(task_id))
+        for key in keys:
+            page.keyboard.press(key)
+        page.keyboard.press("Enter")
+        wait_for(
+            page,
+            f"(document.querySelector('#current section.task')?.dataset.taskId ?? '{task_id}')"
+            f" !== '{task_id}'",
+        )
+    wait_for(page, "document.getElementById('save-status').textContent.includes('Saved')")
+    wait_for(page, "!document.getElementById('save-status').textContent.includes('Saving')")
+
+    stored = {j.task_id: j for j in Judgment.objects.filter(annotator=alice)}
+    assert sorted(stored) == sorted(seen)
+    for task_id, (rel, persona, own) in zip(seen, answers, strict=True):
+        j = stored[task_id]
+        expect = {"y": "yes", "n": "no", "d": "dont_know"}
+        assert (j.relevance, j.persona_sensitive, j.personal_sensitive) == (
+            int(rel),
+            expect[persona],
+            expect[own],
+        )
+        assert j.active_seconds >= 0 and j.submitted_at >= j.started_at
+
+    page.reload()
+    page.wait_for_selector("#current section.task")
+    assert "You: 3 judged" in page.inner_text("#current .progress")
+
+    page.keyboard.press("h")
+    page.wait_for_url(f"{url}/annotate/{p.slug}/history/")
+    page.click("text=Change >> nth=0")
+    page.check("input[name=relevance][value='1']")
+    page.click("button:has-text('Save change')")
+    page.wait_for_url(f"{url}/annotate/{p.slug}/history/")
+    changed = Judgment.objects.get(annotator=alice, version=2)
+    assert changed.relevance == 1 and changed.history.get().version == 1
+
+    other = browser.new_page()
+    watch(other, url, events)
+    login(other, url, "bob")
+    other.goto(f"{url}/annotate/{p.slug}/judge/")
+    other.wait_for_selector("#current section.task")
+    bob_task = int(other.evaluate("document.querySelector('#current section.task').dataset.taskId"))
+    assert bob_task not in seen
+    other.goto(f"{url}/annotate/{p.slug}/history/")
+    assert "No judgments yet." in other.inner_text("main")
+    for task_id in seen:
+        r = other.request.post(
+            f"{url}/api/tasks/{task_id}/skip/",
+            data={"reason": "x"},
+            headers={"X-CSRFToken": other.context.cookies()[0]["value"]},
+        )
+        assert r.status == 404 or r.status == 403
+    assert events == [], events
