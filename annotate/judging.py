@@ -18,7 +18,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
 from annotate import roles, selectors, services
-from annotate.models import Answer, Judgment
+from annotate.models import Answer, Judgment, Task
 from ranking.highlight import highlight, light_stem, query_stems
 
 annotator_required = roles.role_required(roles.ANNOTATOR)
@@ -28,11 +28,21 @@ def _project(request, slug):
     return get_object_or_404(selectors.projects_for_user(request.user), slug=slug)
 
 
-def _task_context(request, project, assignment) -> dict:
+def _load(request, assignment):
+    """Return the assignment with everything the task page shows (None stays None)."""
+    if assignment is None:
+        return None
+    return selectors.assignment_for_user(user=request.user, task_id=assignment.task_id)
+
+
+def _task_context(request, project, assignment, progress: dict | None = None) -> dict:
+    """Return what _task.html needs, from an assignment loaded by ``_load``."""
     if assignment is None:
         return {"project": project, "assignment": None}
-    full = selectors.assignment_for_user(user=request.user, task_id=assignment.task_id)
+    full = assignment
     task = full.task
+    if progress is None:
+        progress = selectors.judging_progress(user=request.user, project=project, task=task)
     stems = query_stems(task.topic.title, light_stem)
     return {
         "project": project,
@@ -41,7 +51,7 @@ def _task_context(request, project, assignment) -> dict:
         "doc": task.document,
         "highlighted_body": highlight(task.document.body, stems, light_stem),
         "idempotency_key": uuid.uuid4().hex,
-        "progress": selectors.judging_progress(user=request.user, project=project, task=task),
+        "progress": progress,
         "relevance_choices": Judgment.Relevance.choices[::-1],
         "answer_choices": Answer.choices,
     }
@@ -72,8 +82,10 @@ def judge(request, slug):
         request,
         "annotate/judge.html",
         {
-            **_task_context(request, project, current),
-            "next": _task_context(request, project, following) if following else None,
+            **_task_context(request, project, _load(request, current)),
+            "next": _task_context(request, project, _load(request, following))
+            if following
+            else None,
         },
     )
 
@@ -86,7 +98,9 @@ def next_task(request, slug):
     assignment = services.task_claim(user=request.user, project=project, skip_task_ids=held)
     if assignment is None:
         return HttpResponse(status=204)
-    return render(request, "annotate/_task.html", _task_context(request, project, assignment))
+    return render(
+        request, "annotate/_task.html", _task_context(request, project, _load(request, assignment))
+    )
 
 
 def _answers(data) -> services.Answers:
@@ -138,15 +152,28 @@ def submit(request, slug, task_id):
         messages.success(request, "Saved.")
         return redirect(judge_url)
     held = tuple(int(x) for x in request.POST.getlist("held") if x.isdigit())
-    following = services.task_claim(user=request.user, project=project, skip_task_ids=held)
+    following = _load(
+        request, services.task_claim(user=request.user, project=project, skip_task_ids=held)
+    )
+    # One progress query for both the task the page shows now (the first it holds) and the
+    # one it will show next.
+    shown = Task.objects.filter(pk__in=held[:1]).only("round", "topic", "persona").first()
+    shown_progress, next_progress = selectors.judging_progress_many(
+        user=request.user, project=project, tasks=[shown, following.task if following else None]
+    )
     response = (
-        render(request, "annotate/_task.html", _task_context(request, project, following))
+        render(
+            request,
+            "annotate/_task.html",
+            _task_context(request, project, following, next_progress),
+        )
         if following
         else HttpResponse("")
     )
     response["X-Judgment"] = json.dumps(
         {"id": judgment.pk, "task": task_id, "version": judgment.version, "replayed": not created}
     )
+    response["X-Progress"] = json.dumps(shown_progress)
     return response
 
 
@@ -174,28 +201,6 @@ def resume(request, slug, task_id):
         messages.error(request, exc.message)
         return redirect("judging-history", slug=project.slug)
     return redirect("judge", slug=project.slug)
-
-
-@annotator_required
-def progress(request, slug):
-    project = _project(request, slug)
-    task_id = request.GET.get("task", "")
-    assignment = (
-        selectors.assignment_for_user(user=request.user, task_id=int(task_id))
-        if task_id.isdigit()
-        else None
-    )
-    return render(
-        request,
-        "annotate/_progress.html",
-        {
-            "project": project,
-            "task": assignment.task if assignment else None,
-            "progress": selectors.judging_progress(
-                user=request.user, project=project, task=assignment.task if assignment else None
-            ),
-        },
-    )
 
 
 @annotator_required

@@ -309,6 +309,8 @@ class Task(models.Model):
     required = models.PositiveSmallIntegerField(default=1)
     # Live leases plus submitted judgments; changed only under this row's lock (G1).
     claimed = models.PositiveSmallIntegerField(default=0)
+    # Judgments stored, kept with the judgment in one transaction (progress without a join).
+    judged = models.PositiveSmallIntegerField(default=0)
     position = models.PositiveIntegerField(default=0, help_text="Order inside its topic batch")
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.EXPLICIT)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -323,7 +325,14 @@ class Task(models.Model):
                 condition=models.Q(claimed__lte=models.F("required")), name="task_not_overclaimed"
             ),
         ]
-        indexes = [models.Index(fields=["project", "round", "claimed"])]
+        indexes = [
+            # The claim query walks this index in batch order and stops at the first free task.
+            models.Index(
+                fields=["project", "round", "topic", "persona", "position", "id"],
+                condition=models.Q(claimed__lt=models.F("required")),
+                name="task_free_in_order",
+            ),
+        ]
 
     def __str__(self):
         return f"task {self.pk}: topic {self.topic_id} doc {self.document_id}"

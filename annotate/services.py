@@ -498,6 +498,17 @@ def leases_expire(*, project: AnnotationProject | None = None, now: datetime | N
     return released
 
 
+_last_expiry: dict[int, float] = {}
+
+
+def _expire_now_and_then(project: AnnotationProject, every: float = 5.0) -> None:
+    """Release expired leases at most every few seconds per process (it costs a query)."""
+    now = time.monotonic()
+    if now - _last_expiry.get(project.pk, -every) >= every:
+        _last_expiry[project.pk] = now
+        leases_expire(project=project)
+
+
 def _live_leases(user, project):
     return Assignment.objects.filter(
         annotator=user,
@@ -521,32 +532,51 @@ def task_claim(
     live = _live_leases(user, project).exclude(task_id__in=skip_task_ids).first()
     if live is not None:
         return live
-    leases_expire(project=project)
+    _expire_now_and_then(project)
+    assignment = _claim_free_task(user, project)
+    if assignment is None and leases_expire(project=project):
+        assignment = _claim_free_task(user, project)  # expired leases just came back
+    return assignment
+
+
+def _claim_free_task(user, project: AnnotationProject) -> Assignment | None:
     now = timezone.now()
     with transaction.atomic():
         mine = Assignment.objects.filter(annotator=user, task__project=project).exclude(
             status=Assignment.Status.EXPIRED
         )
+        open_rounds = list(
+            Round.objects.filter(project=project, is_open=True).values_list("id", flat=True)
+        )
         task = (
-            Task.objects.filter(project=project, round__is_open=True, claimed__lt=F("required"))
+            Task.objects.filter(
+                project=project, round_id__in=open_rounds, claimed__lt=F("required")
+            )
             .exclude(pk__in=mine.values("task_id"))
-            .order_by("round__number", "topic_id", "persona_id", "position", "id")
+            # Rounds are numbered in creation order, so their ids sort like their numbers.
+            .order_by("project_id", "round_id", "topic_id", "persona_id", "position", "id")
             .select_for_update(skip_locked=True, of=("self",))
             .first()
         )
         if task is None:
             return None
         expires = now + timedelta(minutes=project.lease_minutes)
-        assignment, created = Assignment.objects.get_or_create(
-            task=task,
-            annotator=user,
-            defaults={"leased_at": now, "expires_at": expires},
+        # One upsert: a new lease, or the renewal of this annotator's expired one.
+        (assignment,) = Assignment.objects.bulk_create(
+            [
+                Assignment(
+                    task=task,
+                    annotator=user,
+                    status=Assignment.Status.LEASED,
+                    leased_at=now,
+                    expires_at=expires,
+                    skip_reason="",
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["task", "annotator"],
+            update_fields=["status", "leased_at", "expires_at", "skip_reason"],
         )
-        if not created:  # an earlier lease of this annotator on this task had expired
-            assignment.status = Assignment.Status.LEASED
-            assignment.leased_at, assignment.expires_at = now, expires
-            assignment.skip_reason = ""
-            assignment.save(update_fields=["status", "leased_at", "expires_at", "skip_reason"])
         Task.objects.filter(pk=task.pk).update(claimed=F("claimed") + 1)
     return assignment
 
@@ -628,6 +658,7 @@ def judgment_submit(
             )
             assignment.status = Assignment.Status.SUBMITTED
             assignment.save(update_fields=["status"])
+            Task.objects.filter(pk=task_id).update(judged=F("judged") + 1)
     except IntegrityError:
         # Only reachable if the lock was bypassed (a database without row locks): the
         # constraints still hold, and the duplicate gets the stored answer.

@@ -30,7 +30,6 @@ urlpatterns = [
     path("annotate/<slug:slug>/judge/<int:task_id>/", judging.submit, name="judge-submit"),
     path("annotate/<slug:slug>/judge/<int:task_id>/skip/", judging.skip, name="judge-skip"),
     path("annotate/<slug:slug>/judge/<int:task_id>/resume/", judging.resume, name="judge-resume"),
-    path("annotate/<slug:slug>/progress/", judging.progress, name="judging-progress"),
     path("annotate/<slug:slug>/history/", judging.history, name="judging-history"),
     path(
         "annotate/<slug:slug>/judgments/<int:judgment_id>/",

@@ -58,7 +58,6 @@
     if (next) {
       current.appendChild(document.importNode(next, true));
       preloaded.content.replaceChildren();
-      htmx.process(current);
       startTask();
       return true;
     }
@@ -93,6 +92,20 @@
     });
     if (res.status === 200) setPreloaded(await res.text());
     else if (res.status === 204 && !queue.length) showAllDone();
+  }
+
+  function showProgress(p) {
+    const box = current.querySelector("[data-progress]");
+    if (!p || !box) return;
+    const set = (sel, text) => { const el = box.querySelector(sel); if (el) el.textContent = text; };
+    const bar = (sel, value) => { const el = box.querySelector(sel); if (el) el.value = value; };
+    set("[data-count=mine]", p.mine);
+    set("[data-count=project]", `${p.project_done} / ${p.project_needed}`);
+    bar("[data-bar=project]", p.project_percent);
+    if (p.batch_needed !== undefined) {
+      set("[data-count=batch]", `${p.batch_done} / ${p.batch_needed}`);
+      bar("[data-bar=batch]", p.batch_percent);
+    }
   }
 
   function showError(message) {
@@ -135,7 +148,7 @@
         const info = JSON.parse(res.headers.get("X-Judgment") || "{}");
         statusEl.textContent = info.replayed ? "Saved (confirmed)" : "Saved ✓";
         setPreloaded(await res.text());
-        document.body.dispatchEvent(new CustomEvent("sasc:saved", { detail: info }));
+        showProgress(JSON.parse(res.headers.get("X-Progress") || "null"));
       } else {
         let message = `Task ${item.taskId} was not saved (${res.status}).`;
         try { message = `Task ${item.taskId} was not saved: ${(await res.json()).message}`; } catch (e) { /* not JSON */ }
