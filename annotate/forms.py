@@ -56,3 +56,63 @@ class ImportForm(forms.Form):
 class SearchForm(forms.Form):
     q = forms.CharField(max_length=500, required=False, label="Search")
     page = forms.IntegerField(min_value=1, max_value=50, required=False)
+
+
+class TasksForm(forms.Form):
+    """Where a round's tasks come from."""
+
+    SOURCES = [
+        ("search", "Top results of a BM25 search with each topic's title"),
+        ("list", "An explicit list of 'topic docid' lines"),
+    ]
+    source = forms.ChoiceField(choices=SOURCES, initial="search")
+    k = forms.IntegerField(min_value=1, max_value=1000, initial=20, label="Results per topic")
+    lines = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}), required=False, label="Topic docid lines"
+    )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("source") == "list" and not (data.get("lines") or "").strip():
+            self.add_error("lines", "Give at least one 'topic docid' line.")
+        return data
+
+
+class ProjectForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    collection = forms.ModelChoiceField(queryset=Collection.objects.all())
+    topics = forms.ModelMultipleChoiceField(queryset=None)
+    personas = forms.ModelMultipleChoiceField(queryset=Persona.objects.all())
+    annotators = forms.ModelMultipleChoiceField(queryset=None)
+    overlap = forms.IntegerField(min_value=1, max_value=20, initial=1)
+    double_percent = forms.IntegerField(
+        min_value=0, max_value=100, initial=0, label="Percent double-judged (overlap 1)"
+    )
+    round_kind = forms.ChoiceField(
+        choices=[("training", "Training"), ("production", "Production")],
+        initial="production",
+        label="First round",
+    )
+    lease_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, initial=30)
+    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False)
+
+    def __init__(self, *args, **kwargs):
+        from django.contrib.auth.models import User
+
+        from annotate.models import Topic
+        from annotate.roles import ANNOTATOR
+
+        super().__init__(*args, **kwargs)
+        self.fields["topics"].queryset = Topic.objects.select_related("collection")
+        self.fields["annotators"].queryset = User.objects.filter(
+            groups__name=ANNOTATOR, is_active=True
+        ).order_by("username")
+
+    def clean(self):
+        data = super().clean()
+        collection, topics = data.get("collection"), data.get("topics")
+        if collection and topics:
+            strangers = [t.number for t in topics if t.collection_id != collection.pk]
+            if strangers:
+                self.add_error("topics", f"Not in {collection}: {', '.join(strangers)}")
+        return data

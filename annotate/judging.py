@@ -18,6 +18,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
 from annotate import roles, selectors, services
+from annotate.forms import ProjectForm, TasksForm
 from annotate.models import Answer, Judgment, Task
 from ranking.highlight import highlight, light_stem, query_stems
 
@@ -57,7 +58,7 @@ def _task_context(request, project, assignment, progress: dict | None = None) ->
     }
 
 
-@annotator_required
+@roles.role_required(roles.ANNOTATOR, roles.LEAD)
 def project_list(request):
     return render(
         request,
@@ -280,8 +281,68 @@ def dashboard(request, slug):
         request,
         "annotate/dashboard.html",
         {
+            "tasks_form": TasksForm(prefix="tasks"),
             "project": project,
             **selectors.project_dashboard(project=project),
             "progress": selectors.judging_progress(user=request.user, project=project, task=None),
         },
     )
+
+
+def _add_tasks(project, round_, form) -> tuple[int, list[str]]:
+    from ranking.services import IndexNotReady
+
+    data = form.cleaned_data
+    if data["source"] == "list":
+        return services.project_tasks_from_lines(
+            project=project, round_=round_, lines=data["lines"]
+        )
+    try:
+        return services.project_tasks_from_search(project=project, round_=round_, k=data["k"]), []
+    except IndexNotReady as exc:
+        return 0, [str(exc)]
+
+
+@roles.role_required(roles.LEAD)
+def project_new(request):
+    """Create a project, its first round and its tasks."""
+    form = ProjectForm(request.POST or None)
+    tasks = TasksForm(request.POST or None, prefix="tasks")
+    if request.method == "POST" and form.is_valid() and tasks.is_valid():
+        d = form.cleaned_data
+        project = services.project_create(
+            name=d["name"],
+            collection=d["collection"],
+            personas=d["personas"],
+            topics=d["topics"],
+            annotators=d["annotators"],
+            overlap=d["overlap"],
+            double_percent=d["double_percent"],
+            guidelines=d["guidelines"],
+            lease_minutes=d["lease_minutes"],
+            round_kind=d["round_kind"],
+        )
+        added, problems = _add_tasks(project, project.rounds.get(), tasks)
+        messages.info(request, f"Project created with {added} tasks.")
+        for problem in problems[:20]:
+            messages.warning(request, problem)
+        return redirect("judging-dashboard", slug=project.slug)
+    return render(request, "annotate/project_new.html", {"form": form, "tasks": tasks})
+
+
+@require_POST
+@roles.role_required(roles.LEAD)
+def round_new(request, slug):
+    """Open the next round (training or production) and add its tasks."""
+    project = _project(request, slug)
+    tasks = TasksForm(request.POST, prefix="tasks")
+    kind = request.POST.get("kind")
+    if kind not in ("training", "production") or not tasks.is_valid():
+        messages.error(request, "Choose a round kind and where its tasks come from.")
+        return redirect("judging-dashboard", slug=project.slug)
+    round_ = services.round_open(project=project, kind=kind)
+    added, problems = _add_tasks(project, round_, tasks)
+    messages.info(request, f"Round {round_.number} ({kind}) opened with {added} tasks.")
+    for problem in problems[:20]:
+        messages.warning(request, problem)
+    return redirect("judging-dashboard", slug=project.slug)

@@ -269,6 +269,14 @@ class AnnotationProject(models.Model):
     def __str__(self):
         return self.name
 
+    def open_round_ids(self) -> list[int]:
+        """Return the ids of open rounds, read once per instance (that is, per request)."""
+        if not hasattr(self, "_open_round_ids"):
+            self._open_round_ids = list(
+                self.rounds.filter(is_open=True).values_list("id", flat=True)
+            )
+        return self._open_round_ids
+
 
 class Round(models.Model):
     """A training round (every annotator judges the same tasks) or a production round."""

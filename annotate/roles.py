@@ -3,6 +3,7 @@
 A superuser holds every role. ``lead`` is the project lead / admin.
 """
 
+import time
 from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
@@ -17,18 +18,37 @@ LEAD = "lead"
 ROLES = (ANNOTATOR, ARCHIVIST, SEARCHER, LEAD)
 
 
+# Roles per user id, kept for a few seconds per process: the judging fast path then needs no
+# group query per request, and a role taken away still stops working within ROLE_TTL.
+ROLE_TTL = 5.0
+_role_cache: dict[int, tuple[float, frozenset[str]]] = {}
+
+
 def user_roles(user) -> frozenset[str]:
-    """Return the roles a user holds, cached on the user object for the request."""
+    """Return the roles a user holds (cached on the user, and per process for ROLE_TTL s)."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return frozenset()
     cached = getattr(user, "_sasc_roles", None)
     if cached is None:
+        now = time.monotonic()
+        hit = _role_cache.get(user.pk)
         if user.is_superuser:
             cached = frozenset(ROLES)
+        elif hit is not None and now - hit[0] < ROLE_TTL:
+            cached = hit[1]
         else:
             cached = frozenset(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+            _role_cache[user.pk] = (now, cached)
         user._sasc_roles = cached
     return cached
+
+
+def forget_roles(user_id: int | None = None) -> None:
+    """Drop cached roles (all, or one user's) after roles change."""
+    if user_id is None:
+        _role_cache.clear()
+    else:
+        _role_cache.pop(user_id, None)
 
 
 def has_role(user, *roles: str) -> bool:

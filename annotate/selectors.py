@@ -150,7 +150,7 @@ def judging_progress_many(*, user, project: AnnotationProject, tasks) -> list[di
     For each task: done/needed judgments of its (round, topic, persona) batch, of the
     project's open rounds, and the user's own count (G3: counted from committed rows).
     """
-    base = Task.objects.filter(project=project, round__is_open=True)
+    base = Task.objects.filter(project=project, round_id__in=project.open_round_ids())
     sums = {"project_done": Sum("judged"), "project_needed": Sum("required")}
     for i, task in enumerate(tasks):
         if task is not None:

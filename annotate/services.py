@@ -71,6 +71,7 @@ def user_create(*, username: str, password: str, role_names: list[str], **fields
     user.is_staff = roles.LEAD in role_names
     user.save()
     user.groups.set(Group.objects.filter(name__in=role_names))
+    roles.forget_roles(user.pk)
     return user
 
 
@@ -545,12 +546,9 @@ def _claim_free_task(user, project: AnnotationProject) -> Assignment | None:
         mine = Assignment.objects.filter(annotator=user, task__project=project).exclude(
             status=Assignment.Status.EXPIRED
         )
-        open_rounds = list(
-            Round.objects.filter(project=project, is_open=True).values_list("id", flat=True)
-        )
         task = (
             Task.objects.filter(
-                project=project, round_id__in=open_rounds, claimed__lt=F("required")
+                project=project, round_id__in=project.open_round_ids(), claimed__lt=F("required")
             )
             .exclude(pk__in=mine.values("task_id"))
             # Rounds are numbered in creation order, so their ids sort like their numbers.
@@ -584,7 +582,7 @@ def _claim_free_task(user, project: AnnotationProject) -> Assignment | None:
 def _locked_assignment(user, task_id: int) -> Assignment:
     assignment = (
         Assignment.objects.select_for_update()
-        .select_related("task", "task__round")
+        .select_related("task")
         .filter(task_id=task_id, annotator=user)
         .first()
     )

@@ -1,7 +1,8 @@
 """Load test of judging: 40 annotators on gunicorn (2 workers x 4 threads) + PostgreSQL.
 
 Phases, each with 40 logged-in users and its own fresh data:
-  1. baseline: GET /health/ (Django + one SELECT 1): the floor of this stack on this machine;
+  1. baseline: GET /health/ (Django, session, one SELECT 1) at the paced rate: the floor of
+     this stack's latency on this machine;
   2. saturation: every annotator submits and gets the next task with no think time;
   3. realistic pace: one judgment every 5 s per annotator (8 judgments/s in all).
 After each judging phase the database is checked with SQL: one row per acknowledged
@@ -191,12 +192,16 @@ def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) ->
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=int, default=150)
-    parser.add_argument("--tasks", type=int, default=2000)
+    parser.add_argument("--tasks", type=int, default=8000, help="enough not to run out")
+    parser.add_argument("--phases", nargs="+", default=["baseline", "saturation", "paced"])
     args = parser.parse_args()
     print("40 annotators, gunicorn 2 workers x 4 threads, PostgreSQL, locust on this machine")
-    run_phase("baseline GET /health/", "health", 0, min(60, args.seconds), args.tasks)
-    run_phase("saturation (no think time)", "judge", 0, args.seconds, args.tasks)
-    run_phase("paced (1 judgment / 5 s / user)", "judge", 5, args.seconds, args.tasks)
+    if "baseline" in args.phases:
+        run_phase("baseline GET /health/, paced", "health", 5, args.seconds, 100)
+    if "saturation" in args.phases:
+        run_phase("saturation (no think time)", "judge", 0, args.seconds, args.tasks)
+    if "paced" in args.phases:
+        run_phase("paced (1 judgment / 5 s / user)", "judge", 5, args.seconds, args.tasks)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ urlpatterns = [
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     # Judging
     path("annotate/", judging.project_list, name="annotate-projects"),
+    path("annotate/new/", judging.project_new, name="project-new"),
+    path("annotate/<slug:slug>/rounds/", judging.round_new, name="round-new"),
     path("annotate/<slug:slug>/judge/", judging.judge, name="judge"),
     path("annotate/<slug:slug>/judge/next/", judging.next_task, name="judge-next"),
     path("annotate/<slug:slug>/judge/<int:task_id>/", judging.submit, name="judge-submit"),

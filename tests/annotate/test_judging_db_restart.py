@@ -1,0 +1,128 @@
+"""T6: PostgreSQL restarted while annotators submit. Every acknowledged judgment is present,
+retries with the same Idempotency-Key create no duplicates, and the application recovers
+without being restarted (Django's connection health checks reconnect).
+
+Restarts the machine's PostgreSQL cluster, so it runs only where that is allowed:
+SASC_ALLOW_PG_RESTART=1 (``.ci/run`` sets it) and pg_ctlcluster present.
+"""
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from annotate import roles, services
+from annotate.models import Document, Judgment, Persona, Topic
+
+pytestmark = pytest.mark.skipif(
+    not (
+        os.environ.get("SASC_ALLOW_PG_RESTART") == "1"
+        and shutil.which("pg_ctlcluster")
+        and os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
+    ),
+    reason="restarts PostgreSQL: needs SASC_ALLOW_PG_RESTART=1, pg_ctlcluster and DATABASE_URL",
+)
+BODY = {
+    "relevance": 1,
+    "persona_sensitive": "no",
+    "personal_sensitive": "no",
+    "active_seconds": 2.0,
+    "started_at": "2026-11-21T10:00:00Z",
+}
+
+
+def restart_postgres():
+    version = sorted(os.listdir("/etc/postgresql"))[-1]
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
+        check=True,
+        timeout=120,
+    )
+
+
+def test_t6_postgres_restart_under_load_loses_and_duplicates_nothing(
+    transactional_db, sample_collection, make_user
+):
+    annotators = [make_user(f"r{i}", roles.ANNOTATOR) for i in range(8)]
+    topic = Topic.objects.create(collection=sample_collection, number="1", title="t")
+    persona = Persona.objects.create(name="P")
+    project = services.project_create(
+        name="Restart",
+        collection=sample_collection,
+        personas=[persona],
+        topics=[topic],
+        annotators=annotators,
+    )
+    services.project_tasks_add(
+        project=project,
+        round_=project.rounds.get(),
+        topic=topic,
+        persona=persona,
+        documents=list(Document.objects.all()),
+    )
+    acknowledged: list[int] = []
+    server_errors = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def annotate(user):
+        client = Client()
+        client.force_login(user)
+        try:
+            while not stop.is_set():
+                r = client.post(reverse("api-task-next", args=[project.slug]))
+                if r.status_code == 204:
+                    return
+                if r.status_code >= 500:
+                    time.sleep(0.2)
+                    continue
+                task_id, key = r.json()["task"], uuid.uuid4().hex
+                for _attempt in range(100):  # a client retries with the same key
+                    try:
+                        r = client.post(
+                            reverse("api-judgment-submit", args=[task_id]),
+                            BODY,
+                            content_type="application/json",
+                            HTTP_IDEMPOTENCY_KEY=key,
+                        )
+                    except Exception as exc:  # the test client re-raises server errors
+                        with lock:
+                            server_errors.append(type(exc).__name__)
+                        time.sleep(0.2)
+                        continue
+                    if r.status_code < 500:
+                        break
+                    time.sleep(0.2)
+                if r.status_code in (200, 201):
+                    with lock:
+                        acknowledged.append(r.json()["id"])
+                time.sleep(0.05)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=annotate, args=(u,)) for u in annotators]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    restart_postgres()
+    for t in threads:
+        t.join(180)
+    stop.set()
+    connection.close()  # this thread's connection died with the server
+
+    stored = set(Judgment.objects.values_list("id", flat=True))
+    assert acknowledged and set(acknowledged) <= stored, "every acknowledged judgment is there"
+    pairs = list(Judgment.objects.values_list("task_id", "annotator_id"))
+    assert len(pairs) == len(set(pairs)), "no duplicate after retries"
+    assert Judgment.objects.count() == Document.objects.count(), "all tasks were judged"
+    # Recovered without a restart of the application: a fresh request works.
+    client = Client()
+    client.force_login(annotators[0])
+    assert client.get(reverse("api-project-progress", args=[project.slug])).status_code == 200

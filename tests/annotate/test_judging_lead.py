@@ -1,0 +1,85 @@
+from django.urls import reverse
+
+from annotate import roles
+from annotate.models import AnnotationProject, Judgment, Persona, Task, Topic
+
+
+def test_lead_creates_a_project_from_a_list_and_opens_a_training_round(
+    client, users, sample_collection, make_user
+):
+    ann = make_user("judge1", roles.ANNOTATOR)
+    topic = Topic.objects.create(collection=sample_collection, number="7", title="razor")
+    persona = Persona.objects.create(name="P")
+    docids = list(sample_collection.documents.order_by("id").values_list("docid", flat=True)[:3])
+    client.force_login(users["lead"])
+    response = client.post(
+        reverse("project-new"),
+        {
+            "name": "Lead made",
+            "collection": sample_collection.pk,
+            "topics": [topic.pk],
+            "personas": [persona.pk],
+            "annotators": [ann.pk],
+            "overlap": 1,
+            "double_percent": 0,
+            "round_kind": "production",
+            "lease_minutes": 30,
+            "guidelines": "Be careful.",
+            "tasks-source": "list",
+            "tasks-k": 20,
+            "tasks-lines": "\n".join(f"7 {d}" for d in docids) + "\n7 nope\n8 x\nbad",
+        },
+    )
+    project = AnnotationProject.objects.get(name="Lead made")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("judging-dashboard", args=[project.slug])
+    assert Task.objects.filter(project=project).count() == 3
+    page = client.get(response["Location"]).content.decode()
+    assert "unknown document &#x27;nope&#x27;" in page
+    assert "topic &#x27;8&#x27; is not in the project" in page
+    response = client.post(
+        reverse("round-new", args=[project.slug]),
+        {
+            "kind": "training",
+            "tasks-source": "list",
+            "tasks-k": 1,
+            "tasks-lines": f"7 {docids[0]}",
+        },
+    )
+    training = project.rounds.get(number=2)
+    assert training.kind == "training"
+    assert list(Task.objects.filter(round=training).values_list("required", flat=True)) == [1]
+    assert not Judgment.objects.exists()
+
+
+def test_project_form_refuses_topics_of_another_collection(client, users, sample_collection):
+    from annotate.models import Collection
+
+    other = Collection.objects.create(name="Other", slug="other")
+    topic = Topic.objects.create(collection=other, number="1", title="x")
+    client.force_login(users["lead"])
+    response = client.post(
+        reverse("project-new"),
+        {
+            "name": "Mixed",
+            "collection": sample_collection.pk,
+            "topics": [topic.pk],
+            "personas": [Persona.objects.create(name="P").pk],
+            "annotators": [users["annotator"].pk],
+            "overlap": 1,
+            "double_percent": 0,
+            "round_kind": "production",
+            "lease_minutes": 30,
+            "tasks-source": "search",
+            "tasks-k": 5,
+        },
+    )
+    assert response.status_code == 200
+    assert "Not in Test mail: 1" in response.content.decode()
+    assert not AnnotationProject.objects.exists()
+
+
+def test_only_leads_create_projects(client, users):
+    for role in ("annotator", "archivist", "searcher"):
+        client.force_login(users[role])
+        assert client.get(reverse("project-new")).status_code == 404
