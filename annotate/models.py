@@ -70,7 +70,7 @@ class Document(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["collection", "docid"]
+        ordering = ["collection_id", "docid"]
         constraints = [
             models.UniqueConstraint(fields=["collection", "docid"], name="document_docid_unique"),
         ]
@@ -95,7 +95,7 @@ class Attachment(models.Model):
     text = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["document", "position"]
+        ordering = ["document_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["document", "position"], name="attachment_pos_unique"),
         ]
@@ -137,7 +137,7 @@ class Topic(models.Model):
     narrative = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["collection", "number"]
+        ordering = ["collection_id", "number"]
         constraints = [
             models.UniqueConstraint(fields=["collection", "number"], name="topic_number_unique"),
         ]
@@ -292,7 +292,7 @@ class Round(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["project", "number"]
+        ordering = ["project_id", "number"]
         constraints = [
             models.UniqueConstraint(fields=["project", "number"], name="round_number_unique"),
         ]
@@ -324,7 +324,8 @@ class Task(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["round", "topic", "persona", "position", "id"]
+        # Plain columns: ordering by the foreign keys themselves would join their tables.
+        ordering = ["round_id", "topic_id", "persona_id", "position", "id"]
         constraints = [
             models.UniqueConstraint(
                 fields=["round", "topic", "document", "persona"], name="task_unique"
@@ -435,7 +436,7 @@ class JudgmentVersion(models.Model):
     recorded_at = models.DateTimeField(help_text="When this version was current until")
 
     class Meta:
-        ordering = ["judgment", "version"]
+        ordering = ["judgment_id", "version"]
         constraints = [
             models.UniqueConstraint(fields=["judgment", "version"], name="judgment_version_unique"),
         ]

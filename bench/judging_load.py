@@ -137,6 +137,7 @@ def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) ->
             env=env,
         )
         time.sleep(3)
+        env["SASC_START_AT"] = str(time.time() + 30)  # logins done before measuring
         prefix = Path(f"/tmp/sasc-bench-{label.split()[0]}")
         subprocess.run(
             [
@@ -149,7 +150,7 @@ def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) ->
                 "-r",
                 "40",
                 "--run-time",
-                f"{seconds}s",
+                f"{seconds + 30}s",  # the first 30 s: logins, not measured
                 "--host",
                 f"http://127.0.0.1:{port}",
                 "--csv",

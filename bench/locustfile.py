@@ -6,10 +6,12 @@ request (what the judging page does). SASC_PACE sets the think time per judgment
 
 import os
 import re
+import time
 
 from locust import HttpUser, between, task
 
 PACE = float(os.environ.get("SASC_PACE", "0"))
+START_AT = float(os.environ.get("SASC_START_AT", "0"))
 PROJECT = os.environ.get("SASC_PROJECT", "bench")
 MODE = os.environ.get("SASC_MODE", "judge")
 TASK = re.compile(r'data-task-id="(\d+)" data-key="([0-9a-f]+)"')
@@ -35,6 +37,9 @@ class Annotator(HttpUser):
         if MODE == "judge":
             judge = self.client.get(f"/annotate/{PROJECT}/judge/", name="judge page")
             self.queue = TASK.findall(judge.text)
+        # Warm-up: 40 logins hash 40 passwords (PBKDF2, by design slow). Measured work starts
+        # together, once every annotator is in, at SASC_START_AT.
+        time.sleep(max(0.0, START_AT - time.time()))
 
     @task
     def step(self):
