@@ -21,6 +21,12 @@ class ErrorSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+def _invalid(serializer, message: str) -> Response:
+    return Response(
+        {"code": "invalid", "message": message, "fields": serializer.errors}, status=400
+    )
+
+
 def _error(exc: services.AnnotationError) -> Response:
     return Response({"code": exc.code, "message": exc.message, **exc.extra}, status=exc.status)
 
@@ -136,10 +142,7 @@ class JudgmentSubmitApi(APIView):
     def post(self, request, task_id):
         data = self.InputSerializer(data=request.data)
         if not data.is_valid():
-            return Response(
-                {"code": "invalid", "message": "Invalid answers.", "fields": data.errors},
-                status=400,
-            )
+            return _invalid(data, "Invalid answers.")
         try:
             judgment, created = services.judgment_submit(
                 user=request.user,
@@ -172,10 +175,7 @@ class TaskSkipApi(APIView):
     def post(self, request, task_id):
         data = self.InputSerializer(data=request.data)
         if not data.is_valid():
-            return Response(
-                {"code": "invalid", "message": "A reason is required.", "fields": data.errors},
-                status=400,
-            )
+            return _invalid(data, "A reason is required.")
         try:
             services.task_skip(
                 user=request.user, task_id=task_id, reason=data.validated_data["reason"]
@@ -228,10 +228,7 @@ class JudgmentEditApi(APIView):
     def patch(self, request, judgment_id):
         data = self.InputSerializer(data=request.data)
         if not data.is_valid():
-            return Response(
-                {"code": "invalid", "message": "Invalid answers.", "fields": data.errors},
-                status=400,
-            )
+            return _invalid(data, "Invalid answers.")
         try:
             judgment = services.judgment_edit(
                 user=request.user,

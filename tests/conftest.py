@@ -5,6 +5,7 @@ import pytest
 
 from annotate import roles, services
 from annotate.models import Collection
+from tests.browserkit import browser  # noqa: F401 (a fixture for the browser tests)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE = FIXTURES / "emails" / "sample"

@@ -1,38 +1,13 @@
 """In a real browser (Debian's Chromium driven by Playwright): pages work under the CSP and
 hostile email stays inert. Skipped when Chromium is not installed (``.ci/run`` installs it)."""
 
-import os
-import shutil
-
 import pytest
 
 from annotate import services
+from tests.browserkit import login, needs_chromium, watch
 from tests.conftest import FIXTURES
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed"),
-]
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-@pytest.fixture
-def browser():
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs a loop
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+pytestmark = needs_chromium
 
 
 @pytest.mark.lucene
@@ -52,22 +27,9 @@ def test_lead_searches_and_opens_hostile_mail_without_any_script_running(
 
     page = browser.new_page()
     events = []
-    page.on("dialog", lambda d: (events.append(f"dialog {d.message}"), d.dismiss()))
-    page.on("console", lambda m: events.append(f"console {m.type}: {m.text}"))
-    page.on(
-        "request",
-        lambda r: (
-            None
-            if r.url.startswith(live_server.url) or r.url.startswith("data:")
-            else events.append(f"request {r.url}")
-        ),
-    )
+    watch(page, live_server.url, events)
 
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "lead")
-    page.fill("input[name=password]", "browser-pw")
-    page.click("button:has-text('Log in')")
-    page.wait_for_url(f"{live_server.url}/")
+    login(page, live_server.url, "lead", "browser-pw")
 
     page.goto(f"{live_server.url}/collections/{collection.slug}/search/")
     page.fill("input[name=q]", "alert script body")

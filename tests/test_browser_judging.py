@@ -1,70 +1,14 @@
 """The judging page in Debian's Chromium: keyboard only, progress across reloads, edits,
 isolation between annotators, and hostile email kept inert (T9) under the CSP."""
 
-import os
-import shutil
-import time
-
 import pytest
 
 from annotate import roles, services
 from annotate.models import Document, Judgment, Persona, Topic
+from tests.browserkit import login, needs_chromium, wait_for, watch
 from tests.conftest import FIXTURES, SAMPLE
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed"),
-]
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-@pytest.fixture
-def browser():
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs a loop
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-def watch(page, origin, events):
-    page.on("dialog", lambda d: (events.append(f"dialog {d.message}"), d.dismiss()))
-    page.on("console", lambda m: events.append(f"console {m.type}: {m.text}"))
-    page.on("pageerror", lambda e: events.append(f"pageerror {e}"))
-    page.on(
-        "request",
-        lambda r: (
-            None if r.url.startswith((origin, "data:")) else events.append(f"request {r.url}")
-        ),
-    )
-
-
-def login(page, url, username):
-    page.goto(f"{url}/accounts/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", "pw-browser")
-    page.click("button:has-text('Log in')")
-    page.wait_for_url(f"{url}/")
-
-
-def wait_for(page, expression, timeout=10.0):
-    # Polling from Python: the CSP forbids the eval that wait_for_function would need.
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if page.evaluate(expression):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {expression}")
+pytestmark = needs_chromium
 
 
 @pytest.fixture
@@ -118,7 +62,7 @@ def test_annotator_judges_by_keyboard_keeps_progress_edits_and_sees_only_own_wor
     events = []
     page = browser.new_page()
     watch(page, url, events)
-    login(page, url, "alice")
+    login(page, url, "alice", "pw-browser")
     response = page.goto(f"{url}/annotate/{p.slug}/judge/")
     assert "script-src 'self'" in response.headers["content-security-policy"]
     page.wait_for_selector("#current section.task")
@@ -169,7 +113,7 @@ def test_annotator_judges_by_keyboard_keeps_progress_edits_and_sees_only_own_wor
 
     other = browser.new_page()
     watch(other, url, events)
-    login(other, url, "bob")
+    login(other, url, "bob", "pw-browser")
     other.goto(f"{url}/annotate/{p.slug}/judge/")
     other.wait_for_selector("#current section.task")
     bob_task = int(other.evaluate("document.querySelector('#current section.task').dataset.taskId"))
