@@ -51,22 +51,27 @@ def test_t6_postgres_restart_under_load_loses_and_duplicates_nothing(
     transactional_db, sample_collection, make_user
 ):
     annotators = [make_user(f"r{i}", roles.ANNOTATOR) for i in range(8)]
-    topic = Topic.objects.create(collection=sample_collection, number="1", title="t")
+    topics = [
+        Topic.objects.create(collection=sample_collection, number=str(n), title=f"t{n}")
+        for n in range(1, 9)
+    ]
     persona = Persona.objects.create(name="P")
     project = services.project_create(
         name="Restart",
         collection=sample_collection,
         personas=[persona],
-        topics=[topic],
+        topics=topics,
         annotators=annotators,
     )
-    services.project_tasks_add(
-        project=project,
-        round_=project.rounds.get(),
-        topic=topic,
-        persona=persona,
-        documents=list(Document.objects.all()),
-    )
+    for topic in topics:  # 8 topics x 39 messages: enough work to outlast the restart
+        services.project_tasks_add(
+            project=project,
+            round_=project.rounds.get(),
+            topic=topic,
+            persona=persona,
+            documents=list(Document.objects.all()),
+        )
+    n_tasks = len(topics) * Document.objects.count()
     acknowledged: list[int] = []
     server_errors = []
     refused = []
@@ -121,7 +126,9 @@ def test_t6_postgres_restart_under_load_loses_and_duplicates_nothing(
     threads = [threading.Thread(target=annotate, args=(u,)) for u in annotators]
     for t in threads:
         t.start()
-    time.sleep(1.0)
+    deadline = time.monotonic() + 60
+    while len(acknowledged) < 20 and time.monotonic() < deadline:  # restart mid-work
+        time.sleep(0.02)
     restart_postgres()
     for t in threads:
         t.join(180)
@@ -132,7 +139,7 @@ def test_t6_postgres_restart_under_load_loses_and_duplicates_nothing(
     assert acknowledged and set(acknowledged) <= stored, "every acknowledged judgment is there"
     pairs = list(Judgment.objects.values_list("task_id", "annotator_id"))
     assert len(pairs) == len(set(pairs)), "no duplicate after retries"
-    assert Judgment.objects.count() == Document.objects.count(), "all tasks were judged"
+    assert Judgment.objects.count() == n_tasks, "all tasks were judged"
     assert server_errors, "the restart must have been felt, or the test proves nothing"
     assert refused == [], "every retried submit got its stored judgment"
     # Recovered without a restart of the application: a fresh request works.
