@@ -78,12 +78,14 @@ def light_stem(word: str) -> str:
     Lucene's Porter analysis.
     """
     w = word.lower()
-    if w in _STOP:
+    if w in _STOP or len(w) < 2:  # single letters and digits ("8.0") only add noise
         return ""
     for suffix in _SUFFIXES:
         if len(w) > len(suffix) + 2 and w.endswith(suffix):
-            return w[: -len(suffix)]
-    return w
+            w = w[: -len(suffix)]
+            break
+    # "upgrade", "upgrades", "upgraded", "upgrading" all become "upgrad".
+    return w[:-1] if len(w) > 3 and w.endswith("e") else w
 
 
 _STOP = frozenset({

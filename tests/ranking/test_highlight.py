@@ -36,3 +36,19 @@ def test_snippet_without_matches_is_the_escaped_start():
     out = snippet("<i>" + "word " * 100, frozenset({"zzz"}), stem, width=30)
     assert out.startswith("&lt;i&gt;word") and out.endswith(" …")
     assert "<mark>" not in out
+
+
+def test_light_stem_folds_plurals_and_drops_noise():
+    from ranking.highlight import light_stem
+
+    assert [light_stem(w) for w in ("Servers", "upgrading", "the", "8", "0")] == [
+        "server",
+        "upgrad",
+        "",
+        "",
+        "",
+    ]
+    out = highlight(
+        "Red Hat 8.0 upgrade", query_stems("Red Hat 8.0 upgrades", light_stem), light_stem
+    )
+    assert out == "<mark>Red</mark> <mark>Hat</mark> 8.0 <mark>upgrade</mark>"
