@@ -83,3 +83,12 @@ def test_only_leads_create_projects(client, users):
     for role in ("annotator", "archivist", "searcher"):
         client.force_login(users[role])
         assert client.get(reverse("project-new")).status_code == 404
+
+
+def test_dashboard_title_is_plain_and_the_round_form_appears_once(client, users, make_project):
+    project, _ = make_project()
+    client.force_login(users["lead"])
+    html = client.get(reverse("judging-dashboard", args=[project.slug])).content.decode()
+    title = html.split("<title>", 1)[1].split("</title>", 1)[0]
+    assert title.strip() == f"Dashboard · {project.name} · sasc"
+    assert html.count("Open the next round") == 1
