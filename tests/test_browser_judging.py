@@ -128,3 +128,26 @@ def test_annotator_judges_by_keyboard_keeps_progress_edits_and_sees_only_own_wor
         )
         assert r.status == 404 or r.status == 403
     assert events == [], events
+
+
+def test_a_save_made_after_the_session_ended_is_kept_and_sent_after_login(
+    browser, live_server, project
+):
+    p, alice, _ = project
+    url = live_server.url
+    context = browser.new_context()
+    page = context.new_page()
+    login(page, url, "alice", "pw-browser")
+    page.goto(f"{url}/annotate/{p.slug}/judge/")
+    page.wait_for_selector("#current section.task")
+    task_id = int(page.evaluate("document.querySelector('#current section.task').dataset.taskId"))
+    context.clear_cookies(name="sessionid")  # the session ends (expired, or logged out)
+    for key in ("1", "n", "n", "Enter"):
+        page.keyboard.press(key)
+    wait_for(page, "document.getElementById('save-status').textContent.includes('logged out')")
+    assert not Judgment.objects.filter(task_id=task_id).exists()
+    other = context.new_page()
+    login(other, url, "alice", "pw-browser")
+    wait_for(page, "document.getElementById('save-status').textContent.includes('Saved')", 30)
+    assert page.inner_text("#save-errors") == ""
+    assert Judgment.objects.get(task_id=task_id, annotator=alice).relevance == 1

@@ -128,19 +128,27 @@
       let res;
       try {
         const body = new FormData();
-        item.fields.forEach(([k, v]) => body.append(k, v));
+        // The token in the form goes stale when a new login rotates it; the header reads the
+        // current cookie on every attempt instead.
+        item.fields.forEach(([k, v]) => { if (k !== "csrfmiddlewaretoken") body.append(k, v); });
         heldIds().forEach((id) => body.append("held", id));
         res = await fetch(item.url, {
-          method: "POST", body, credentials: "same-origin",
+          method: "POST", body, credentials: "same-origin", redirect: "manual",
           headers: { "Idempotency-Key": item.key, "X-CSRFToken": csrf(), "X-Requested-With": "fetch" },
         });
       } catch (err) {
         res = null;
       }
-      if (res === null || res.status >= 500) {
+      // A redirect means the session ended (the login page): keep the answers and retry,
+      // so a login in another tab lets the save go through.
+      const loggedOut = res !== null && res.type === "opaqueredirect";
+      if (res === null || res.status >= 500 || loggedOut) {
         item.tries += 1;
-        statusEl.textContent = `Not saved yet, retrying (${item.tries})…`;
-        await new Promise((r) => setTimeout(r, Math.min(30000, 500 * 2 ** item.tries)));
+        statusEl.textContent = loggedOut
+          ? `Not saved: you are logged out. Log in again in another tab; retrying (${item.tries})…`
+          : `Not saved yet, retrying (${item.tries})…`;
+        const cap = loggedOut ? 3000 : 30000;  // a login elsewhere should take effect soon
+        await new Promise((r) => setTimeout(r, Math.min(cap, 500 * 2 ** item.tries)));
         continue;
       }
       queue.shift();
