@@ -6,6 +6,7 @@ separate worker process in the same way.
 """
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -72,13 +73,15 @@ def worker(transactional_db, settings, tmp_path):
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the pool child goes with it
         )
         yield proc
-        proc.terminate()
+        os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     if proc.returncode not in (0, -15):
         print((tmp_path / "worker.log").read_text()[-5000:])
 
