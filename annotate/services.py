@@ -177,7 +177,8 @@ def job_finish(*, job: Job, ok: bool, message: str, report: dict | None = None) 
     job.save(update_fields=["status", "message", "report", "finished_at", "progress_done"])
 
 
-def _count_files(path: Path) -> int:
+def count_files(path: Path) -> int:
+    """Return how many files a folder holds (0 for a single file): the total for progress."""
     if path.is_dir():
         return sum(1 for p in path.rglob("*") if p.is_file())
     return 0
@@ -251,7 +252,7 @@ def job_import_run(*, job_id: int) -> None:
     if job is None:
         return
     path = Path(job.params["path"])
-    report = _import_execute(job, JobProgress(job, total=_count_files(path)))
+    report = _import_execute(job, JobProgress(job, total=count_files(path)))
     # Uploaded files are kept only until they have been imported.
     if path.is_relative_to(Path(settings.SASC_UPLOAD_DIR)):
         if path.is_dir():
@@ -785,18 +786,19 @@ def project_tasks_from_search(
     *, project: AnnotationProject, round_: Round, k: int = 20, topics=None
 ) -> int:
     """Add each topic's top ``k`` BM25 results (title query) for every persona of the project."""
-    from ranking.services import collection_search
+    from ranking.services import collection_ranked_documents
 
     collection = project.collection
     added = 0
     for topic in topics if topics is not None else project.topics.all():
-        results = collection_search(
+        # Ranked documents only: pooling has no use for snippets.
+        ranked = collection_ranked_documents(
             collection=collection,
             query=topic.title,
             documents=Document.objects.filter(collection=collection),
             k=k,
         )
-        docs = [r.document for r in results]
+        docs = [doc for doc, _score in ranked]
         for persona in project.personas.all():
             added += project_tasks_add(
                 project=project,

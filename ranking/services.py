@@ -109,13 +109,13 @@ class SearchResult:
     snippet: str
 
 
-def collection_search(
+def collection_ranked_documents(
     *, collection: Collection, query: str, documents, k: int = 20, offset: int = 0
-) -> list[SearchResult]:
-    """Run BM25 over the collection's index and return visible documents with snippets.
+) -> list[tuple[Document, float]]:
+    """Return ``(document, BM25 score)`` best first, keeping only documents in ``documents``.
 
-    ``documents`` is the queryset of documents the user may see; hits outside it are
-    dropped here, before anything about them is rendered.
+    ``documents`` is the queryset the caller may see; hits outside it are dropped here,
+    before anything about them is rendered.
     """
     if collection.indexed_version is None:
         raise IndexNotReady(collection)
@@ -125,12 +125,18 @@ def collection_search(
         d.docid: d
         for d in documents.filter(collection=collection, docid__in=[h.docid for h in hits])
     }
+    return [(by_docid[h.docid], h.score) for h in hits if h.docid in by_docid]
+
+
+def collection_search(
+    *, collection: Collection, query: str, documents, k: int = 20, offset: int = 0
+) -> list[SearchResult]:
+    """Run BM25 over the collection's index and return visible documents with snippets."""
+    ranked = collection_ranked_documents(
+        collection=collection, query=query, documents=documents, k=k, offset=offset
+    )
     stems = query_stems(query, lucene.stem)
-    results = []
-    for hit in hits:
-        doc = by_docid.get(hit.docid)
-        if doc is None:
-            continue
-        text = doc.body or doc.subject
-        results.append(SearchResult(doc, hit.score, snippet(text, stems, lucene.stem)))
-    return results
+    return [
+        SearchResult(doc, score, snippet(doc.body or doc.subject, stems, lucene.stem))
+        for doc, score in ranked
+    ]

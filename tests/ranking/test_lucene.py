@@ -103,3 +103,23 @@ def test_bm25_on_cranfield_gives_the_documented_ndcg(db):
     ndcg = runs.evaluate(qrels, run, ["nDCG(dcg='exp-log2')@10"])["nDCG(dcg='exp-log2')@10"]
     # docs/evaluation.md states 0.3334 for BM25 (k1=0.9, b=0.4), title queries.
     assert ndcg == pytest.approx(0.3334, abs=0.002)
+
+
+def test_search_pooling_adds_the_ranked_documents_as_tasks(mini, make_user):
+    from annotate import roles
+    from annotate.models import Persona, Task
+
+    index_build(collection_id=mini.pk)
+    mini.refresh_from_db()
+    topic = mini.topics.get(number="1")  # "heat transfer in boundary layers ."
+    project = services.project_create(
+        name="Pooled",
+        collection=mini,
+        personas=[Persona.objects.create(name="P")],
+        topics=[topic],
+        annotators=[make_user("pooler", roles.ANNOTATOR)],
+    )
+    added = services.project_tasks_from_search(project=project, round_=project.rounds.get(), k=2)
+    assert added == 2
+    ranked = list(Task.objects.order_by("position").values_list("document__docid", "source"))
+    assert ranked == [("1", "pool"), ("4", "pool")]

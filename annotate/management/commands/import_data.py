@@ -51,7 +51,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no persona named {opts['persona']!r}")
         failed = False
         for path in opts["paths"]:
-            total = sum(1 for p in path.rglob("*") if p.is_file()) if path.is_dir() else None
+            total = services.count_files(path) or None
             with tqdm(total=total, desc=path.name, unit="item", disable=None) as bar:
 
                 def progress(n, bar=bar):
