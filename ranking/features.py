@@ -30,9 +30,6 @@ class FeatureMatrix:
     docids: list[str]
     vocabulary: list[str]
 
-    def row_of(self) -> dict[str, int]:
-        return {docid: i for i, docid in enumerate(self.docids)}
-
 
 def build_tfidf(
     docs: Iterable[tuple[str, str]], *, min_df: int = 2, max_df: float = 0.95

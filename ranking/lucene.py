@@ -176,11 +176,6 @@ def stem(word: str) -> str:
     return tokens[0] if tokens else ""
 
 
-def analyze(text: str) -> list[str]:
-    """Return Lucene's analysed terms of ``text`` (the terms a query actually matches)."""
-    return list(_load()["analyzer"].analyze(text))
-
-
 def warm() -> None:
     """Load pyserini now (used after a server forks its workers)."""
     _load()
