@@ -262,5 +262,5 @@ class ProjectProgressApi(APIView):
     @extend_schema(responses={200: OutputSerializer})
     def get(self, request, slug):
         project = get_object_or_404(selectors.projects_for_user(request.user), slug=slug)
-        progress = selectors.judging_progress(user=request.user, project=project, task=None)
+        progress = selectors.judging_progress(user=request.user, project=project, task_id=None)
         return Response(self.OutputSerializer(progress).data)

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from annotate import roles, selectors, services
 from annotate.forms import ProjectForm, TasksForm
-from annotate.models import Answer, Judgment, Task
+from annotate.models import Answer, Judgment
 from ranking.highlight import highlight, light_stem, query_stems
 
 annotator_required = roles.role_required(roles.ANNOTATOR)
@@ -43,7 +43,7 @@ def _task_context(request, project, assignment, progress: dict | None = None) ->
     full = assignment
     task = full.task
     if progress is None:
-        progress = selectors.judging_progress(user=request.user, project=project, task=task)
+        progress = selectors.judging_progress(user=request.user, project=project, task_id=task.pk)
     stems = query_stems(task.topic.title, light_stem)
     return {
         "project": project,
@@ -138,29 +138,35 @@ def submit(request, slug, task_id):
     except ValueError:
         active = -1.0
     key = request.headers.get("Idempotency-Key") or request.POST.get("idempotency_key", "")
+    fetch = request.headers.get("X-Requested-With") == "fetch"
+    held = tuple(int(x) for x in request.POST.getlist("held") if x.isdigit())
+    submitted = {
+        "user": request.user,
+        "task_id": task_id,
+        "idempotency_key": key,
+        "answers": _answers(request.POST),
+        "active_seconds": active,
+        "started_at": started,
+    }
     try:
-        judgment, created = services.judgment_submit(
-            user=request.user,
-            task_id=task_id,
-            idempotency_key=key,
-            answers=_answers(request.POST),
-            active_seconds=active,
-            started_at=started,
-        )
+        if fetch:
+            judgment, created, following = services.judgment_submit_and_claim(
+                project=project, skip_task_ids=held, **submitted
+            )
+        else:
+            judgment, created = services.judgment_submit(**submitted)
     except services.AnnotationError as exc:
         return _error(request, exc, judge_url)
-    if request.headers.get("X-Requested-With") != "fetch":
+    if not fetch:
         messages.success(request, "Saved.")
         return redirect(judge_url)
-    held = tuple(int(x) for x in request.POST.getlist("held") if x.isdigit())
-    following = _load(
-        request, services.task_claim(user=request.user, project=project, skip_task_ids=held)
-    )
+    following = _load(request, following)
     # One progress query for both the task the page shows now (the first it holds) and the
     # one it will show next.
-    shown = Task.objects.filter(pk__in=held[:1]).only("round", "topic", "persona").first()
     shown_progress, next_progress = selectors.judging_progress_many(
-        user=request.user, project=project, tasks=[shown, following.task if following else None]
+        user=request.user,
+        project=project,
+        task_ids=[held[0] if held else None, following.task_id if following else None],
     )
     response = (
         render(
@@ -284,7 +290,9 @@ def dashboard(request, slug):
             "tasks_form": TasksForm(prefix="tasks"),
             "project": project,
             **selectors.project_dashboard(project=project),
-            "progress": selectors.judging_progress(user=request.user, project=project, task=None),
+            "progress": selectors.judging_progress(
+                user=request.user, project=project, task_id=None
+            ),
         },
     )
 

@@ -7,12 +7,12 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission, User
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -541,43 +541,73 @@ def task_claim(
     return assignment
 
 
+_FREE_TASK_SQL = """
+    SELECT t.id FROM annotate_task t
+     WHERE t.project_id = %(project)s AND t.round_id = %(round)s AND t.claimed < t.required
+       AND NOT EXISTS (SELECT 1 FROM annotate_assignment a
+                        WHERE a.task_id = t.id AND a.annotator_id = %(user)s
+                          AND a.status <> %(expired)s)
+     -- The order of the partial index task_free_in_order, so the first row is the answer
+     -- (one round at a time: with "round_id IN (...)" PostgreSQL sorts every free task).
+     ORDER BY t.project_id, t.round_id, t.topic_id, t.persona_id, t.position, t.id
+     LIMIT 1 {lock}
+"""
+# One upsert: a new lease, or the renewal of this annotator's expired (or skipped) one.
+_LEASE_SQL = """
+    INSERT INTO annotate_assignment
+           (task_id, annotator_id, status, leased_at, expires_at, skip_reason)
+    VALUES (%(task)s, %(user)s, %(leased)s, %(now)s, %(expires)s, '')
+    ON CONFLICT (task_id, annotator_id) DO UPDATE
+       SET status = excluded.status, leased_at = excluded.leased_at,
+           expires_at = excluded.expires_at, skip_reason = ''
+    RETURNING id
+"""
+
+
 def _claim_free_task(user, project: AnnotationProject) -> Assignment | None:
+    """Lease the first free task in queue order: three SQL statements, one transaction.
+
+    Plain SQL (valid on PostgreSQL and SQLite) because this runs on every save of the
+    judging page and the ORM spent longer composing these statements than the database
+    spent running them.
+    """
     now = timezone.now()
-    with transaction.atomic():
-        mine = Assignment.objects.filter(annotator=user, task__project=project).exclude(
-            status=Assignment.Status.EXPIRED
-        )
-        task = (
-            Task.objects.filter(
-                project=project, round_id__in=project.open_round_ids(), claimed__lt=F("required")
-            )
-            .exclude(pk__in=mine.values("task_id"))
-            # Rounds are numbered in creation order, so their ids sort like their numbers.
-            .order_by("project_id", "round_id", "topic_id", "persona_id", "position", "id")
-            .select_for_update(skip_locked=True, of=("self",))
-            .first()
-        )
-        if task is None:
+    expires = now + timedelta(minutes=project.lease_minutes)
+    ops = connection.ops
+    features = connection.features
+    skip_locked = features.has_select_for_update_of and features.has_select_for_update_skip_locked
+    lock = "FOR UPDATE OF t SKIP LOCKED" if skip_locked else ""
+    params = {
+        "project": project.pk,
+        "user": user.pk,
+        "expired": Assignment.Status.EXPIRED.value,
+        "leased": Assignment.Status.LEASED.value,
+        "now": ops.adapt_datetimefield_value(now),
+        "expires": ops.adapt_datetimefield_value(expires),
+    }
+    # No savepoint when nested: a failure here fails the caller's transaction anyway.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        # Rounds are numbered in creation order, so their ids sort like their numbers.
+        for params["round"] in project.open_round_ids():
+            cursor.execute(_FREE_TASK_SQL.format(lock=lock), params)
+            row = cursor.fetchone()
+            if row is not None:
+                break
+        else:
             return None
-        expires = now + timedelta(minutes=project.lease_minutes)
-        # One upsert: a new lease, or the renewal of this annotator's expired one.
-        (assignment,) = Assignment.objects.bulk_create(
-            [
-                Assignment(
-                    task=task,
-                    annotator=user,
-                    status=Assignment.Status.LEASED,
-                    leased_at=now,
-                    expires_at=expires,
-                    skip_reason="",
-                )
-            ],
-            update_conflicts=True,
-            unique_fields=["task", "annotator"],
-            update_fields=["status", "leased_at", "expires_at", "skip_reason"],
-        )
-        Task.objects.filter(pk=task.pk).update(claimed=F("claimed") + 1)
-    return assignment
+        params["task"] = row[0]
+        cursor.execute(_LEASE_SQL, params)
+        (assignment_id,) = cursor.fetchone()
+        cursor.execute("UPDATE annotate_task SET claimed = claimed + 1 WHERE id = %(task)s", params)
+    return Assignment(
+        id=assignment_id,
+        task_id=row[0],
+        annotator_id=user.pk,
+        status=Assignment.Status.LEASED,
+        leased_at=now,
+        expires_at=expires,
+        skip_reason="",
+    )
 
 
 def _locked_assignment(user, task_id: int) -> Assignment:
@@ -618,46 +648,56 @@ def judgment_submit(
     if started_at > now + timedelta(minutes=5):
         raise InvalidAnswers("the start time is in the future")
     digest = answers.digest(active_seconds, started_at)
+    ops = connection.ops
+    params = {
+        "task": task_id,
+        "user": user.pk,
+        "key": key,
+        "digest": digest,
+        "relevance": answers.relevance,
+        "persona_sensitive": answers.persona_sensitive,
+        "personal_sensitive": answers.personal_sensitive,
+        "comment": answers.comment,
+        "active": active_seconds,
+        "started": ops.adapt_datetimefield_value(started_at),
+        "now": ops.adapt_datetimefield_value(now),
+        "submitted": Assignment.Status.SUBMITTED.value,
+    }
+    lock = "FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
     try:
-        with transaction.atomic():
-            assignment = _locked_assignment(user, task_id)
-            # Checked after taking the lock, so a concurrent duplicate sees the first commit.
-            replay = Judgment.objects.filter(annotator=user, idempotency_key=key).first()
-            if replay is not None:
-                if replay.request_hash != digest or replay.task_id != task_id:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_SUBMIT_LOCK_SQL.format(lock=lock), params)
+            row = cursor.fetchone()
+            if row is None:
+                raise TaskNotFound("No such task among yours.")
+            status, expires_at, round_id = row
+            # Looked up after taking the lock, in a statement of its own (so with a fresh
+            # snapshot): a concurrent duplicate sees the first one's commit.
+            cursor.execute(_SUBMIT_REPLAY_SQL, params)
+            replay_id, replay_task, replay_hash = cursor.fetchone() or (None, None, None)
+            if replay_id is not None:
+                if replay_hash != digest or replay_task != task_id:
                     raise IdempotencyKeyReused(
                         "This Idempotency-Key was already used with different answers."
                     )
-                return replay, False
-            if assignment.status == Assignment.Status.SUBMITTED:
+                return Judgment.objects.get(pk=replay_id), False
+            if status == Assignment.Status.SUBMITTED:
                 existing = Judgment.objects.get(task_id=task_id, annotator=user)
                 raise AlreadyJudged(
                     "You have already judged this task; change it from your history.",
                     judgment_id=existing.pk,
                 )
-            if assignment.status != Assignment.Status.LEASED or assignment.expires_at <= now:
+            expires_at = _db_datetime(expires_at)
+            if status != Assignment.Status.LEASED or expires_at <= now:
                 raise LeaseExpired(
                     "Your claim on this task expired and it went back to the pool; "
                     "your answers were not saved. Take the next task to continue."
                 )
-            judgment = Judgment.objects.create(
-                task_id=task_id,
-                annotator=user,
-                round_id=assignment.task.round_id,
-                relevance=answers.relevance,
-                persona_sensitive=answers.persona_sensitive,
-                personal_sensitive=answers.personal_sensitive,
-                comment=answers.comment,
-                active_seconds=active_seconds,
-                started_at=started_at,
-                submitted_at=now,
-                updated_at=now,
-                idempotency_key=key,
-                request_hash=digest,
-            )
-            assignment.status = Assignment.Status.SUBMITTED
-            assignment.save(update_fields=["status"])
-            Task.objects.filter(pk=task_id).update(judged=F("judged") + 1)
+            params["round"] = round_id
+            cursor.execute(_SUBMIT_INSERT_SQL, params)
+            (judgment_id,) = cursor.fetchone()
+            cursor.execute(_SUBMIT_LEASE_SQL, params)
+            cursor.execute(_SUBMIT_COUNT_SQL, params)
     except IntegrityError:
         # Only reachable if the lock was bypassed (a database without row locks): the
         # constraints still hold, and the duplicate gets the stored answer.
@@ -665,7 +705,78 @@ def judgment_submit(
         if replay is not None and replay.request_hash == digest:
             return replay, False
         raise AlreadyJudged("You have already judged this task.") from None
+    judgment = Judgment(
+        id=judgment_id,
+        task_id=task_id,
+        annotator_id=user.pk,
+        round_id=round_id,
+        relevance=answers.relevance,
+        persona_sensitive=answers.persona_sensitive,
+        personal_sensitive=answers.personal_sensitive,
+        comment=answers.comment,
+        active_seconds=active_seconds,
+        started_at=started_at,
+        submitted_at=now,
+        updated_at=now,
+        version=1,
+        idempotency_key=key,
+        request_hash=digest,
+    )
     return judgment, True
+
+
+def _db_datetime(value) -> datetime:
+    """Return an aware datetime from a raw cursor value (SQLite returns text)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value
+
+
+# judgment_submit in plain SQL (valid on PostgreSQL and SQLite): it runs on every save of
+# the judging page, and the ORM spent longer composing these statements than the database
+# spent running them.
+_SUBMIT_LOCK_SQL = """
+    SELECT a.status, a.expires_at, t.round_id
+      FROM annotate_assignment a JOIN annotate_task t ON t.id = a.task_id
+     WHERE a.task_id = %(task)s AND a.annotator_id = %(user)s
+     {lock}
+"""
+_SUBMIT_REPLAY_SQL = """
+    SELECT id, task_id, request_hash FROM annotate_judgment
+     WHERE annotator_id = %(user)s AND idempotency_key = %(key)s
+"""
+_SUBMIT_INSERT_SQL = """
+    INSERT INTO annotate_judgment
+           (task_id, annotator_id, round_id, relevance, persona_sensitive, personal_sensitive,
+            comment, active_seconds, started_at, submitted_at, updated_at, version,
+            idempotency_key, request_hash)
+    VALUES (%(task)s, %(user)s, %(round)s, %(relevance)s, %(persona_sensitive)s,
+            %(personal_sensitive)s, %(comment)s, %(active)s, %(started)s, %(now)s, %(now)s, 1,
+            %(key)s, %(digest)s)
+    RETURNING id
+"""
+_SUBMIT_LEASE_SQL = """
+    UPDATE annotate_assignment SET status = %(submitted)s
+     WHERE task_id = %(task)s AND annotator_id = %(user)s
+"""
+_SUBMIT_COUNT_SQL = "UPDATE annotate_task SET judged = judged + 1 WHERE id = %(task)s"
+
+
+def judgment_submit_and_claim(
+    *, user, project: AnnotationProject, skip_task_ids: tuple[int, ...] = (), **submit
+) -> tuple[Judgment, bool, Assignment | None]:
+    """Store a judgment (``judgment_submit``) and claim the next task, in one transaction.
+
+    What the judging page sends on Enter. One commit instead of two: the commit's disk flush
+    is the largest single cost of the request. A failed claim rolls the judgment back too, so
+    the client's retry (same Idempotency-Key) stores it exactly once.
+    """
+    with transaction.atomic():
+        judgment, created = judgment_submit(user=user, **submit)
+        following = task_claim(user=user, project=project, skip_task_ids=skip_task_ids)
+    return judgment, created, following
 
 
 def judgment_edit(*, user, judgment_id: int, expected_version: int, answers: Answers) -> Judgment:

@@ -16,6 +16,7 @@ as the admin connection; a throwaway database is created and dropped).
 import argparse
 import csv
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+WORKERS, THREADS, KEEP_DB = 2, 4, False  # set from the command line
 ADMIN_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
@@ -46,6 +48,7 @@ os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings')
 django.setup()
 from django.core.management import call_command
 call_command('migrate', verbosity=0)
+call_command('collectstatic', interactive=False, verbosity=0)  # pages name hashed files
 from django.contrib.auth.hashers import make_password
 from annotate import roles, services
 from annotate.models import Collection, Document, Persona, Topic, Task
@@ -102,6 +105,23 @@ print(json.dumps({'judgments': judgments, 'duplicates': dup, 'over_overlap': ove
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))]
+
+
+def server_times(access_log: Path, mode: str) -> list[float]:
+    """Milliseconds gunicorn spent on each measured request, from its access log."""
+    measured = re.compile(r"/health/$" if mode == "health" else r"/judge/\d+/$")
+    times = []
+    if access_log.exists():
+        for line in access_log.read_text().splitlines():
+            *_, path, status, micros = line.split()
+            if measured.search(path) and status == "200":
+                times.append(int(micros) / 1000)
+    return times
+
+
 def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) -> None:
     db = f"sasc_bench_{uuid.uuid4().hex[:8]}"
     psql(f"CREATE DATABASE {db}")
@@ -115,6 +135,8 @@ def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) ->
         "SASC_PROJECT": "bench",
         "GUNICORN_ACCESS_LOG": "",
     }
+    access_log = Path(f"/tmp/sasc-bench-{mode}-{pace:g}-access.log")
+    access_log.unlink(missing_ok=True)
     web = None
     try:
         setup(db_url, n_tasks)
@@ -125,13 +147,19 @@ def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) ->
                 "-c",
                 "config/gunicorn.py",
                 "--workers",
-                "2",
+                str(WORKERS),
                 "--threads",
-                "4",
+                str(THREADS),
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--log-level",
                 "warning",
+                # Server-side time of each request (microseconds), to tell the server's share
+                # of the latency from the load generator's.
+                "--access-logfile",
+                str(access_log),
+                "--access-logformat",
+                "%(t)s %(U)s %(s)s %(D)s",
             ],
             cwd=ROOT,
             env=env,
@@ -175,6 +203,12 @@ def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) ->
             f"p50 {float(r['50%']):5.0f} ms  p95 {float(r['95%']):5.0f} ms  "
             f"p99 {float(r['99%']):5.0f} ms  errors {fails}"
         )
+        served = server_times(access_log, mode)
+        if served:
+            print(
+                f"{'':<34} server side: p50 {percentile(served, 50):5.0f} ms  "
+                f"p95 {percentile(served, 95):5.0f} ms  p99 {percentile(served, 99):5.0f} ms"
+            )
         if mode == "judge":
             db_check = check(db_url)
             # Requests cut off by the end of the run may have committed without being counted.
@@ -187,7 +221,10 @@ def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) ->
         if web is not None:
             web.terminate()
             web.wait(20)
-        psql(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        if KEEP_DB:
+            print(f"{'':<34} database kept: {db_url}")
+        else:
+            psql(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
 
 
 def main():
@@ -195,8 +232,13 @@ def main():
     parser.add_argument("--seconds", type=int, default=150)
     parser.add_argument("--tasks", type=int, default=8000, help="enough not to run out")
     parser.add_argument("--phases", nargs="+", default=["baseline", "saturation", "paced"])
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument("--threads", type=int, default=4, help="threads per worker")
+    parser.add_argument("--keep-db", action="store_true", help="keep each phase's database")
     args = parser.parse_args()
-    print("40 annotators, gunicorn 2 workers x 4 threads, PostgreSQL, locust on this machine")
+    global WORKERS, THREADS, KEEP_DB
+    WORKERS, THREADS, KEEP_DB = args.workers, args.threads, args.keep_db
+    print(f"40 annotators, gunicorn {WORKERS} workers x {THREADS} threads, PostgreSQL, locust")
     if "baseline" in args.phases:
         run_phase("baseline GET /health/, paced", "health", 5, args.seconds, 100)
     if "saturation" in args.phases:

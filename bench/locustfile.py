@@ -5,6 +5,7 @@ request (what the judging page does). SASC_PACE sets the think time per judgment
 """
 
 import os
+import random
 import re
 import time
 
@@ -40,6 +41,10 @@ class Annotator(HttpUser):
         # Warm-up: 40 logins hash 40 passwords (PBKDF2, by design slow). Measured work starts
         # together, once every annotator is in, at SASC_START_AT.
         time.sleep(max(0.0, START_AT - time.time()))
+        if PACE:
+            # Annotators at a steady pace do not all press Enter in the same instant: each
+            # one's first judgment falls somewhere in the first pace interval.
+            time.sleep(random.uniform(0, PACE))
 
     @task
     def step(self):
