@@ -4,11 +4,14 @@ Phases, each with 40 logged-in users and its own fresh data:
   1. baseline: GET /health/ (Django, session, one SELECT 1) at the paced rate: the floor of
      this stack's latency on this machine;
   2. saturation: every annotator submits and gets the next task with no think time;
-  3. realistic pace: one judgment every 5 s per annotator (8 judgments/s in all).
+  3. realistic pace: one judgment every 5 s per annotator (8 judgments/s in all), each
+     annotator's first one at a random moment of the first 5 s.
+Each phase prints the latency locust saw and the time gunicorn spent (its access log).
 After each judging phase the database is checked with SQL: one row per acknowledged
 submit, no duplicate (task, annotator), no task over its overlap.
 
-    .venv/bin/python bench/judging_load.py [--seconds 150] [--tasks 2000]
+    .venv/bin/python bench/judging_load.py [--seconds 150] [--tasks 20000]
+        [--phases baseline saturation paced] [--workers 2] [--threads 4] [--keep-db]
 Needs PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres
 as the admin connection; a throwaway database is created and dropped).
 """
@@ -230,7 +233,7 @@ def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) ->
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=int, default=150)
-    parser.add_argument("--tasks", type=int, default=8000, help="enough not to run out")
+    parser.add_argument("--tasks", type=int, default=20000, help="enough not to run out")
     parser.add_argument("--phases", nargs="+", default=["baseline", "saturation", "paced"])
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=4, help="threads per worker")
