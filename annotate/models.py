@@ -259,8 +259,19 @@ class AnnotationProject(models.Model):
         help_text="Percentage of production tasks judged by two annotators (for agreement), "
         "when the overlap is 1",
     )
+
+    class RelevanceRule(models.TextChoices):
+        HIGHER = "higher", "The more relevant grade"
+        MAJORITY = "majority", "The majority grade (a tie: the more relevant)"
+
     lease_minutes = models.PositiveSmallIntegerField(default=30)
     guidelines = models.TextField(blank=True)
+    relevance_rule = models.CharField(
+        max_length=10,
+        choices=RelevanceRule.choices,
+        default=RelevanceRule.HIGHER,
+        help_text="The exported grade when annotators disagree and nobody adjudicated",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -443,3 +454,40 @@ class JudgmentVersion(models.Model):
 
     def __str__(self):
         return f"judgment {self.judgment_id} v{self.version}"
+
+
+class Adjudication(models.Model):
+    """The lead's final label for one (topic, persona, document) of a project, with a reason.
+
+    Either answer may be left undecided (relevance None, persona_sensitive ""): the export
+    then uses the annotators' agreement or the project's rule for it.
+    """
+
+    project = models.ForeignKey(
+        AnnotationProject, on_delete=models.CASCADE, related_name="adjudications"
+    )
+    topic = models.ForeignKey(Topic, on_delete=models.PROTECT, related_name="+")
+    persona = models.ForeignKey(Persona, on_delete=models.PROTECT, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="+")
+    relevance = models.PositiveSmallIntegerField(
+        choices=Judgment.Relevance.choices, null=True, blank=True
+    )
+    persona_sensitive = models.CharField(
+        max_length=10, choices=[(Answer.YES, "Yes"), (Answer.NO, "No")], blank=True
+    )
+    reason = models.TextField()
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="adjudications"
+    )
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["project_id", "topic_id", "persona_id", "document_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "topic", "persona", "document"], name="adjudication_once"
+            ),
+        ]
+
+    def __str__(self):
+        return f"adjudication of topic {self.topic_id} doc {self.document_id}"

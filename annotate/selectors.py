@@ -6,8 +6,9 @@ from django.db import connection
 from django.db.models import Count, F, Prefetch, QuerySet
 from django.utils import timezone
 
-from annotate import roles
+from annotate import agreement, roles
 from annotate.models import (
+    Adjudication,
     AnnotationProject,
     Answer,
     Assignment,
@@ -260,3 +261,90 @@ def project_dashboard(*, project: AnnotationProject) -> dict:
             }
         )
     return {"topics": topics}
+
+
+# --- Agreement --------------------------------------------------------------------------------
+
+
+def agreement_for(
+    *,
+    project: AnnotationProject,
+    round_id: int | None = None,
+    topic_id: int | None = None,
+    persona_id: int | None = None,
+    samples: int = agreement.BOOTSTRAP_SAMPLES,
+) -> dict:
+    """Agreement of a project's annotators, optionally for one round, topic and/or persona.
+
+    An item is a task ((topic, persona, document) in a round); only tasks judged by two or
+    more annotators can agree or disagree. Returns the report of ``agreement.agreement_report``
+    plus ``disagreements``: each overlapping task where relevance or persona sensitivity
+    differ, with every annotator's answers and comments and any adjudication.
+    """
+    judgments = Judgment.objects.filter(task__project=project)
+    if round_id is not None:
+        judgments = judgments.filter(round_id=round_id)
+    if topic_id is not None:
+        judgments = judgments.filter(task__topic_id=topic_id)
+    if persona_id is not None:
+        judgments = judgments.filter(task__persona_id=persona_id)
+    rows = list(
+        judgments.select_related(
+            "annotator", "task__topic", "task__persona", "task__document"
+        ).order_by("task_id", "annotator__username")
+    )
+    by_task: dict[int, list[Judgment]] = {}
+    for j in rows:
+        by_task.setdefault(j.task_id, []).append(j)
+    observations = [
+        (
+            j.task_id,
+            j.annotator.username,
+            {
+                "relevance": j.relevance,
+                "persona_sensitive": j.persona_sensitive,
+                "personal_sensitive": j.personal_sensitive,
+            },
+        )
+        for js in by_task.values()
+        if len(js) >= 2
+        for j in js
+    ]
+    report = agreement.agreement_report(observations, samples=samples)
+    adjudications = {
+        (a.topic_id, a.persona_id, a.document_id): a
+        for a in Adjudication.objects.filter(project=project)
+    }
+    report["disagreements"] = []
+    for js in by_task.values():
+        if len(js) < 2:
+            continue
+        if len({j.relevance for j in js}) > 1 or len({j.persona_sensitive for j in js}) > 1:
+            task = js[0].task
+            report["disagreements"].append(
+                {
+                    "task": task,
+                    "judgments": js,
+                    "adjudication": adjudications.get(
+                        (task.topic_id, task.persona_id, task.document_id)
+                    ),
+                }
+            )
+    report["judged_tasks"] = len(by_task)
+    return report
+
+
+def agreement_over_rounds(*, project: AnnotationProject, facet: str = "relevance") -> list[dict]:
+    """Per round, in order: its kind, overlapping items and each pair's kappa on ``facet``
+    (the study's table 3.4: does training raise agreement?)."""
+    out = []
+    for round_ in project.rounds.order_by("number"):
+        report = agreement_for(project=project, round_id=round_.pk, samples=0)
+        out.append(
+            {
+                "round": round_,
+                "pairs": [(p["annotators"], p["facets"][facet]) for p in report["pairs"]],
+                "items": report["items"],
+            }
+        )
+    return out

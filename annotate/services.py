@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from annotate import importers, roles
 from annotate.models import (
+    Adjudication,
     AnnotationProject,
     Answer,
     Assignment,
@@ -956,3 +957,46 @@ def project_tasks_from_lines(
                 documents=ordered,
             )
     return added, problems
+
+
+# --- Adjudication ---------------------------------------------------------------------------
+
+
+def adjudicate(
+    *,
+    user,
+    task: Task,
+    relevance: int | None,
+    persona_sensitive: str,
+    reason: str,
+) -> Adjudication:
+    """Record (or change) the lead's final label for a task's (topic, persona, document).
+
+    At least one answer must be decided, and the reason is required: it is what the
+    annotators read when they discuss the round.
+    """
+    reason = (reason or "").strip()
+    if relevance is not None and relevance not in Judgment.Relevance.values:
+        raise InvalidAnswers("relevance must be 0, 1 or 2 (or left undecided)")
+    if persona_sensitive not in ("", Answer.YES, Answer.NO):
+        raise InvalidAnswers("persona sensitivity must be yes, no or left undecided")
+    if relevance is None and not persona_sensitive:
+        raise InvalidAnswers("decide the relevance, the persona sensitivity or both")
+    if not reason:
+        raise InvalidAnswers("give the reason for the adjudicated label")
+    if len(reason) > 10_000:
+        raise InvalidAnswers("the reason is longer than 10,000 characters")
+    adjudication, _ = Adjudication.objects.update_or_create(
+        project_id=task.project_id,
+        topic_id=task.topic_id,
+        persona_id=task.persona_id,
+        document_id=task.document_id,
+        defaults={
+            "relevance": relevance,
+            "persona_sensitive": persona_sensitive,
+            "reason": reason,
+            "decided_by": user,
+            "decided_at": timezone.now(),
+        },
+    )
+    return adjudication

@@ -1,0 +1,265 @@
+"""Final labels and the files a collection's users need (TREC qrels, sensitivity labels, the
+full annotation table), as a pure function of one committed database snapshot (G5).
+
+Final label of a (topic, persona, document), in this order (the rule is recorded):
+  ``adjudicated``  the lead's label;
+  ``single``       only one annotator judged it;
+  ``agreed``       every annotator gave the same answer;
+  ``rule:...``     otherwise: relevance by the project's rule (``higher``: the more relevant
+                   grade; ``majority``: the most frequent grade, a tie going to the more
+                   relevant), persona sensitivity ``rule:any-sensitive``: sensitive if any
+                   annotator said so (the study's rule, DOMAIN.md section 5).
+'Don't know' sensitivity answers are not labels; a unit with only those gets none
+(``no-answer``). Relevance qrels are per (topic, document): judgments under every persona
+count together, and an adjudicated grade (the latest, if several personas') wins.
+"""
+
+import csv
+import io
+import json
+import re
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from annotate.models import Adjudication, AnnotationProject, Answer, Judgment
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+@contextmanager
+def snapshot(snapshot_id: str | None = None):
+    """Read everything inside from one committed snapshot; yield its id (PostgreSQL).
+
+    PostgreSQL: a REPEATABLE READ transaction, which exports its snapshot so a second
+    export can read the very same one (``snapshot_id``). SQLite: one read transaction is
+    already a snapshot (yields None). Called inside a transaction, it reads that one.
+    """
+    nested = connection.in_atomic_block
+    with transaction.atomic():
+        if connection.vendor != "postgresql" or (nested and not snapshot_id):
+            # Inside a caller's transaction, that transaction is the snapshot.
+            yield None
+            return
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            if snapshot_id:
+                cursor.execute("SET TRANSACTION SNAPSHOT %s", [snapshot_id])
+                yield snapshot_id
+                return
+            cursor.execute("SELECT pg_export_snapshot()")
+            yield cursor.fetchone()[0]
+
+
+def _topic_key(number: str):
+    """Topics sort by number: numerically when they are numbers, else as text."""
+    return (0, int(number), "") if number.isdigit() else (1, 0, number)
+
+
+@dataclass
+class Unit:
+    """One (topic, persona, document) and every judgment of it."""
+
+    topic: str
+    persona: str
+    docid: str
+    relevance: list  # [(annotator, grade)]
+    persona_sensitive: list  # [(annotator, answer)]
+    adjudication: Adjudication | None = None
+
+
+@dataclass
+class FinalLabels:
+    relevance: dict  # (topic, docid) -> (grade, rule)
+    sensitivity: dict  # (persona, topic, docid) -> (0|1|None, rule)
+
+
+def _relevance_label(grades: list[int], rule: str) -> tuple[int, str]:
+    if len(grades) == 1:
+        return grades[0], "single"
+    if len(set(grades)) == 1:
+        return grades[0], "agreed"
+    if rule == AnnotationProject.RelevanceRule.MAJORITY:
+        counts = Counter(grades)
+        return max(counts, key=lambda g: (counts[g], g)), "rule:majority"
+    return max(grades), "rule:higher"
+
+
+def _sensitivity_label(answers: list[str]) -> tuple[int | None, str]:
+    usable = [a for a in answers if a in (Answer.YES, Answer.NO)]
+    if not usable:
+        return None, "no-answer"
+    if len(answers) == 1:
+        return int(usable[0] == Answer.YES), "single"
+    if len(set(answers)) == 1:
+        return int(usable[0] == Answer.YES), "agreed"
+    return int(Answer.YES in usable), "rule:any-sensitive"
+
+
+def _judgments(project: AnnotationProject):
+    return (
+        Judgment.objects.filter(task__project=project)
+        .select_related("task__topic", "task__persona", "task__document", "round", "annotator")
+        .order_by("id")
+    )
+
+
+def final_labels(project: AnnotationProject) -> FinalLabels:
+    """Return the exported labels and the rule behind each (call inside ``snapshot``)."""
+    units: dict[tuple, Unit] = {}
+    by_topic_doc: dict[tuple, list] = defaultdict(list)
+    for j in _judgments(project):
+        t = j.task
+        key = (t.topic.number, t.persona.name, t.document.docid)
+        unit = units.setdefault(key, Unit(*key, relevance=[], persona_sensitive=[]))
+        unit.relevance.append((j.annotator_id, j.relevance))
+        unit.persona_sensitive.append((j.annotator_id, j.persona_sensitive))
+        by_topic_doc[(t.topic.number, t.document.docid)].append(j.relevance)
+    adjudications = {}
+    for adj in Adjudication.objects.filter(project=project).select_related(
+        "topic", "persona", "document"
+    ):
+        adjudications[(adj.topic.number, adj.persona.name, adj.document.docid)] = adj
+    relevance = {}
+    for (topic, docid), grades in by_topic_doc.items():
+        relevance[(topic, docid)] = _relevance_label(grades, project.relevance_rule)
+    latest: dict[tuple, Adjudication] = {}
+    for (topic, _persona, docid), adj in adjudications.items():
+        if adj.relevance is not None:
+            prev = latest.get((topic, docid))
+            if prev is None or (adj.decided_at, adj.pk) > (prev.decided_at, prev.pk):
+                latest[(topic, docid)] = adj
+    for key, adj in latest.items():
+        relevance[key] = (adj.relevance, "adjudicated")
+    sensitivity = {}
+    for (topic, persona, docid), unit in units.items():
+        adj = adjudications.get((topic, persona, docid))
+        if adj is not None and adj.persona_sensitive:
+            sensitivity[(persona, topic, docid)] = (
+                int(adj.persona_sensitive == Answer.YES),
+                "adjudicated",
+            )
+        else:
+            sensitivity[(persona, topic, docid)] = _sensitivity_label(
+                [a for _, a in unit.persona_sensitive]
+            )
+    return FinalLabels(relevance=relevance, sensitivity=sensitivity)
+
+
+def qrels_text(labels: FinalLabels) -> str:
+    """TREC qrels: ``topic 0 docno grade``, grades 2/1/0, sorted by topic then docno."""
+    keys = sorted(labels.relevance, key=lambda k: (_topic_key(k[0]), k[1]))
+    return "".join(f"{t} 0 {d} {labels.relevance[(t, d)][0]}\n" for t, d in keys)
+
+
+def sensitivity_texts(labels: FinalLabels) -> dict[str, str]:
+    """Per persona name: ``topic 0 docno 0|1`` lines (units with no yes/no left out)."""
+    out: dict[str, list] = defaultdict(list)
+    for (persona, topic, docid), (value, _rule) in labels.sensitivity.items():
+        if value is not None:
+            out[persona].append((topic, docid, value))
+    return {
+        persona: "".join(
+            f"{t} 0 {d} {v}\n" for t, d, v in sorted(rows, key=lambda r: (_topic_key(r[0]), r[1]))
+        )
+        for persona, rows in sorted(out.items())
+    }
+
+
+TABLE_COLUMNS = [
+    "judgment_id",
+    "project",
+    "round",
+    "round_kind",
+    "topic",
+    "persona",
+    "docno",
+    "annotator",
+    "relevance",
+    "persona_sensitive",
+    "personal_sensitive",
+    "comment",
+    "active_seconds",
+    "started_at",
+    "submitted_at",
+    "updated_at",
+    "version",
+    "final_relevance",
+    "relevance_rule",
+    "final_persona_sensitive",
+    "sensitivity_rule",
+]
+
+
+def annotation_rows(project: AnnotationProject, labels: FinalLabels) -> list[dict]:
+    """Every judgment with its context and the final labels of its unit, in id order."""
+    rows = []
+    for j in _judgments(project):
+        t = j.task
+        rel, rel_rule = labels.relevance[(t.topic.number, t.document.docid)]
+        sens, sens_rule = labels.sensitivity[(t.persona.name, t.topic.number, t.document.docid)]
+        rows.append(
+            {
+                "judgment_id": j.pk,
+                "project": project.slug,
+                "round": j.round.number,
+                "round_kind": j.round.kind,
+                "topic": t.topic.number,
+                "persona": t.persona.name,
+                "docno": t.document.docid,
+                "annotator": j.annotator.username,
+                "relevance": j.relevance,
+                "persona_sensitive": j.persona_sensitive,
+                "personal_sensitive": j.personal_sensitive,
+                "comment": j.comment,
+                "active_seconds": round(j.active_seconds, 3),
+                "started_at": j.started_at.isoformat(),
+                "submitted_at": j.submitted_at.isoformat(),
+                "updated_at": j.updated_at.isoformat(),
+                "version": j.version,
+                "final_relevance": rel,
+                "relevance_rule": rel_rule,
+                "final_persona_sensitive": sens,
+                "sensitivity_rule": sens_rule,
+            }
+        )
+    return rows
+
+
+def csv_safe(value):
+    """Neutralise a text cell a spreadsheet would run as a formula (G5, T11)."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def table_csv(rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=TABLE_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: csv_safe("" if v is None else v) for k, v in row.items()})
+    return buffer.getvalue()
+
+
+def table_jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+
+
+def file_slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "persona"
+
+
+def export_files(project: AnnotationProject, snapshot_id: str | None = None) -> dict[str, str]:
+    """Every export file of a project, ``{file name: text}``, from one snapshot."""
+    with snapshot(snapshot_id):
+        labels = final_labels(project)
+        rows = annotation_rows(project, labels)
+    files = {"qrels.txt": qrels_text(labels)}
+    for persona, text in sensitivity_texts(labels).items():
+        files[f"sensitivity-{file_slug(persona)}.txt"] = text
+    files["annotations.csv"] = table_csv(rows)
+    files["annotations.jsonl"] = table_jsonl(rows)
+    return files

@@ -1,0 +1,41 @@
+"""Write a project's qrels, sensitivity labels and annotation table from one snapshot."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate import exports
+from annotate.models import AnnotationProject
+
+
+class Command(BaseCommand):
+    help = (
+        "Export a project's TREC qrels (qrels.txt), persona sensitivity labels "
+        "(sensitivity-<persona>.txt) and every judgment (annotations.csv, .jsonl) into a folder."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("project", help="the project's slug")
+        parser.add_argument("--out", type=Path, required=True, help="folder to write into")
+        parser.add_argument(
+            "--snapshot",
+            help="PostgreSQL snapshot id to read (from pg_export_snapshot), for an export "
+            "identical to another one taken from the same snapshot",
+        )
+
+    def handle(self, *args, **opts):
+        project = AnnotationProject.objects.filter(slug=opts["project"]).first()
+        if project is None:
+            raise CommandError(f"no project {opts['project']!r}")
+        out: Path = opts["out"]
+        if out.exists() and not out.is_dir():
+            raise CommandError(f"{out} exists and is not a folder")
+        files = exports.export_files(project, snapshot_id=opts["snapshot"])
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            # Written whole, then renamed: a reader never sees half a file.
+            tmp = out / f".{name}.tmp"
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(out / name)
+            lines = text.count("\n")
+            self.stdout.write(f"{out / name}: {lines} lines")

@@ -1,0 +1,261 @@
+"""Final labels, qrels and annotation-table exports, agreement of a round, adjudication."""
+
+import csv
+import io
+import math
+import os
+import threading
+import uuid
+
+import ir_measures
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+from sklearn.metrics import cohen_kappa_score
+
+from annotate import exports, selectors, services
+from annotate.models import Judgment, Round, Task
+
+ON_POSTGRES = os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
+
+
+def judge_through_api(user, project, answer):
+    """Judge every task the annotator is given, through the API; ``answer(docid)``."""
+    client = Client()
+    client.force_login(user)
+    done = 0
+    while True:
+        r = client.post(reverse("api-task-next", args=[project.slug]))
+        if r.status_code == 204:
+            return done
+        assert r.status_code == 200, r.content
+        task = Task.objects.select_related("document").get(pk=r.json()["task"])
+        body = {"active_seconds": 3.0, "started_at": "2026-11-21T10:00:00Z", "comment": ""}
+        body.update(answer(task.document.docid))
+        r = client.post(
+            reverse("api-judgment-submit", args=[task.pk]),
+            body,
+            content_type="application/json",
+            HTTP_IDEMPOTENCY_KEY=uuid.uuid4().hex,
+        )
+        assert r.status_code == 201, r.content
+        done += 1
+
+
+@pytest.fixture
+def training(make_project):
+    """Two annotators judge the same six tasks of a training round."""
+    project, users = make_project(annotators=2, n_tasks=6, kind=Round.Kind.TRAINING)
+    docids = list(Task.objects.order_by("id").values_list("document__docid", flat=True))
+    return project, users, docids
+
+
+def answers(grades, sensitive, comments=None):
+    def answer(docid):
+        return {
+            "relevance": grades[docid],
+            "persona_sensitive": sensitive[docid],
+            "personal_sensitive": "no",
+            "comment": (comments or {}).get(docid, ""),
+        }
+
+    return answer
+
+
+def test_qrels_round_trip_through_ir_measures_gives_the_expected_ndcg(training):
+    project, (a, b), docs = training
+    grades_a = dict(zip(docs, [2, 1, 0, 0, 1, 2], strict=True))
+    grades_b = dict(zip(docs, [2, 0, 0, 1, 1, 2], strict=True))  # differs on docs 1 and 3
+    no = dict.fromkeys(docs, "no")
+    assert judge_through_api(a, project, answers(grades_a, no)) == 6
+    assert judge_through_api(b, project, answers(grades_b, no)) == 6
+
+    files = exports.export_files(project)
+    qrels = list(ir_measures.read_trec_qrels(io.StringIO(files["qrels.txt"])))
+    got = {q.doc_id: q.relevance for q in qrels}
+    # Disagreements resolved by the default rule: the more relevant grade.
+    final = {d: max(grades_a[d], grades_b[d]) for d in docs}
+    assert got == final
+    assert {q.query_id for q in qrels} == {"1"}
+
+    ranking = [docs[i] for i in (3, 2, 1, 0, 5, 4)]
+    run = [ir_measures.ScoredDoc("1", d, 10.0 - i) for i, d in enumerate(ranking)]
+    ndcg = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], qrels, run)[ir_measures.nDCG @ 10]
+    # trec_eval's nDCG: gain = grade, discount log2(rank + 1).
+    dcg = sum(final[d] / math.log2(r + 2) for r, d in enumerate(ranking))
+    ideal = sorted(final.values(), reverse=True)
+    idcg = sum(g / math.log2(r + 2) for r, g in enumerate(ideal))
+    assert ndcg == pytest.approx(dcg / idcg, abs=1e-9)
+
+
+def test_final_label_rules_are_applied_and_recorded(training, users):
+    project, (a, b), docs = training
+    sens_a = dict(zip(docs, ["yes", "no", "dont_know", "no", "dont_know", "no"], strict=True))
+    sens_b = dict(zip(docs, ["no", "no", "yes", "no", "dont_know", "no"], strict=True))
+    grades_a = dict(zip(docs, [2, 1, 0, 0, 1, 2], strict=True))
+    grades_b = dict(zip(docs, [0, 1, 0, 0, 1, 2], strict=True))
+    judge_through_api(a, project, answers(grades_a, sens_a, {docs[0]: "=HYPERLINK(1)"}))
+    judge_through_api(b, project, answers(grades_b, sens_b, {docs[0]: "@SUM(A1)"}))
+    task = Task.objects.get(project=project, document__docid=docs[1])
+    services.adjudicate(
+        user=users["lead"], task=task, relevance=2, persona_sensitive="yes", reason="Discussed"
+    )
+
+    files = exports.export_files(project)
+    qrels = dict(line.split()[2:] for line in files["qrels.txt"].splitlines())
+    assert qrels[docs[0]] == "2"  # 2 vs 0: the more relevant
+    assert qrels[docs[1]] == "2"  # adjudicated over the agreed 1
+    (persona_file,) = [n for n in files if n.startswith("sensitivity-")]
+    sens = dict(line.split()[2:] for line in files[persona_file].splitlines())
+    assert sens[docs[0]] == "1"  # yes vs no: sensitive if any annotator said so
+    assert sens[docs[1]] == "1"  # adjudicated
+    assert sens[docs[2]] == "1"  # don't know vs yes
+    assert sens[docs[3]] == "0"  # agreed
+    assert docs[4] not in sens  # only "don't know": no label
+
+    rows = list(csv.DictReader(io.StringIO(files["annotations.csv"])))
+    assert len(rows) == 12 and len({r["judgment_id"] for r in rows}) == 12
+    by_doc = {}
+    for r in rows:
+        by_doc.setdefault(r["docno"], []).append(r)
+    assert {r["relevance_rule"] for r in by_doc[docs[0]]} == {"rule:higher"}
+    assert {r["relevance_rule"] for r in by_doc[docs[1]]} == {"adjudicated"}
+    assert {r["relevance_rule"] for r in by_doc[docs[5]]} == {"agreed"}
+    assert {r["sensitivity_rule"] for r in by_doc[docs[0]]} == {"rule:any-sensitive"}
+    assert {r["sensitivity_rule"] for r in by_doc[docs[4]]} == {"no-answer"}
+    # Spreadsheet formulas are neutralised, and the JSONL keeps the text as written.
+    assert sorted(r["comment"] for r in by_doc[docs[0]]) == ["'=HYPERLINK(1)", "'@SUM(A1)"]
+    assert '"comment": "=HYPERLINK(1)"' in files["annotations.jsonl"]
+
+
+def test_majority_rule_breaks_ties_upwards(make_project):
+    project, users = make_project(annotators=3, n_tasks=2, kind=Round.Kind.TRAINING)
+    docs = list(Task.objects.order_by("id").values_list("document__docid", flat=True))
+    project.relevance_rule = project.RelevanceRule.MAJORITY
+    project.save()
+    no = dict.fromkeys(docs, "no")
+    for user, grades in zip(users, ([0, 0], [0, 1], [2, 2]), strict=True):
+        judge_through_api(user, project, answers(dict(zip(docs, grades, strict=True)), no))
+    qrels = dict(
+        line.split()[2:] for line in exports.export_files(project)["qrels.txt"].split("\n") if line
+    )
+    assert qrels == {docs[0]: "0", docs[1]: "2"}  # 0,0,2 -> 0; 0,1,2 (a tie) -> 2
+
+
+def test_two_exports_of_the_same_data_are_byte_identical(training):
+    project, (a, b), docs = training
+    judge_through_api(a, project, answers(dict.fromkeys(docs, 1), dict.fromkeys(docs, "no")))
+    assert exports.export_files(project) == exports.export_files(project)
+
+
+def test_export_command_writes_every_file(training, tmp_path):
+    project, (a, _b), docs = training
+    judge_through_api(a, project, answers(dict.fromkeys(docs, 2), dict.fromkeys(docs, "yes")))
+    out = io.StringIO()
+    call_command("export_qrels", project.slug, "--out", str(tmp_path / "x"), stdout=out)
+    names = sorted(p.name for p in (tmp_path / "x").iterdir())
+    assert names == [
+        "annotations.csv",
+        "annotations.jsonl",
+        "qrels.txt",
+        "sensitivity-maeve.txt",
+    ]
+    assert (tmp_path / "x" / "qrels.txt").read_text().count("\n") == 6
+    with pytest.raises(CommandError, match="no project 'nope'"):
+        call_command("export_qrels", "nope", "--out", str(tmp_path / "y"))
+
+
+def test_agreement_of_a_training_round_matches_scikit_learn_and_lists_disagreements(training):
+    project, (a, b), docs = training
+    grades_a = [2, 1, 0, 0, 1, 2]
+    grades_b = [2, 0, 0, 1, 1, 2]
+    no = dict.fromkeys(docs, "no")
+    judge_through_api(a, project, answers(dict(zip(docs, grades_a, strict=True)), no))
+    judge_through_api(b, project, answers(dict(zip(docs, grades_b, strict=True)), no))
+    report = selectors.agreement_for(project=project, round_id=project.rounds.get().pk)
+    (pair,) = report["pairs"]
+    assert pair["annotators"] == (a.username, b.username)
+    kappa = pair["facets"]["relevance"]
+    assert kappa.n == 6
+    assert kappa.value == pytest.approx(cohen_kappa_score(grades_a, grades_b, labels=[0, 1, 2]))
+    assert kappa.ci_low is not None and kappa.ci_low <= kappa.value <= kappa.ci_high
+    assert "single category" in pair["facets"]["persona_sensitive"].undefined
+    assert sorted(d["task"].document.docid for d in report["disagreements"]) == sorted(
+        [docs[1], docs[3]]
+    )
+    rounds = selectors.agreement_over_rounds(project=project)
+    assert [r["pairs"][0][1].value for r in rounds] == [pytest.approx(kappa.value)]
+
+
+@pytest.mark.parametrize(
+    ("relevance", "sensitive", "reason", "message"),
+    [
+        (None, "", "why", "decide the relevance"),
+        (3, "", "why", "relevance must be"),
+        (1, "maybe", "why", "persona sensitivity must be"),
+        (1, "", "  ", "give the reason"),
+    ],
+)
+def test_adjudication_refuses_incomplete_or_invalid_labels(
+    training, users, relevance, sensitive, reason, message
+):
+    project, _users, _docs = training
+    task = Task.objects.filter(project=project).first()
+    with pytest.raises(services.InvalidAnswers, match=message):
+        services.adjudicate(
+            user=users["lead"],
+            task=task,
+            relevance=relevance,
+            persona_sensitive=sensitive,
+            reason=reason,
+        )
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="exported snapshots are PostgreSQL's")
+def test_t11_two_exports_of_one_snapshot_taken_while_annotators_submit_are_identical(
+    transactional_db, make_project
+):
+    project, users = make_project(annotators=6, n_tasks=39, overlap=2)
+    docs = list(Task.objects.order_by("id").values_list("document__docid", flat=True))
+
+    def annotate(user):
+        try:
+            judge_through_api(
+                user, project, answers(dict.fromkeys(docs, 1), dict.fromkeys(docs, "no"))
+            )
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=annotate, args=(u,)) for u in users]
+    for w in workers:
+        w.start()
+    while Judgment.objects.count() < 10:
+        pass
+    second: dict = {}
+    with exports.snapshot() as snapshot_id:
+        first = exports.export_files(project, snapshot_id=None)  # nested: same transaction
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT COUNT(*), COUNT(DISTINCT t.document_id) FROM annotate_judgment j "
+                "JOIN annotate_task t ON t.id = j.task_id WHERE t.project_id = %s",
+                [project.pk],
+            )
+            n_judgments, n_docs = cursor.fetchone()
+
+        def other_connection():
+            try:
+                second.update(exports.export_files(project, snapshot_id=snapshot_id))
+            finally:
+                connection.close()
+
+        reader = threading.Thread(target=other_connection)
+        reader.start()
+        reader.join()
+    for w in workers:
+        w.join(120)
+    assert first == second
+    assert first["qrels.txt"].count("\n") == n_docs
+    assert first["annotations.csv"].count("\n") == n_judgments + 1  # the header
+    assert n_judgments >= 10
