@@ -19,9 +19,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
-import krippendorff
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_SEED = 20261121  # fixed: the same judgments always give the same interval
@@ -107,6 +105,9 @@ def _kappa(a: list, b: list, facet: Facet) -> float | None:
     """Cohen's kappa by scikit-learn (the reported value), or None where it is 0/0."""
     if len(set(a) | set(b)) < 2:
         return None
+    # Imported here: the web process must not pay for scikit-learn at start-up.
+    from sklearn.metrics import cohen_kappa_score
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 -> nan, handled below
         value = cohen_kappa_score(a, b, labels=list(facet.labels), weights=facet.weights)
@@ -239,6 +240,8 @@ def alpha_agreement(answers: dict[object, dict], facet: Facet) -> Agreement:
             same += x == y
             total += 1
     result.observed = same / total
+    import krippendorff  # here, like scikit-learn above
+
     result.value = float(
         krippendorff.alpha(
             reliability_data=used,

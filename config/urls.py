@@ -4,7 +4,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import IsAuthenticated
 
-from annotate import annotation_api, api, judging, views
+from annotate import annotation_api, api, judging, lead, views
 from config.health import health
 
 urlpatterns = [
@@ -39,6 +39,13 @@ urlpatterns = [
         name="judgment-edit",
     ),
     path("annotate/<slug:slug>/dashboard/", judging.dashboard, name="judging-dashboard"),
+    path("annotate/<slug:slug>/agreement/", lead.agreement_page, name="agreement"),
+    path(
+        "annotate/<slug:slug>/agreement/<int:task_id>/adjudicate/",
+        lead.adjudicate,
+        name="adjudicate",
+    ),
+    path("annotate/<slug:slug>/export/", lead.export, name="project-export"),
     # API
     path("api/collections/", api.CollectionListApi.as_view(), name="api-collection-list"),
     path(

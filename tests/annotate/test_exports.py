@@ -259,3 +259,60 @@ def test_t11_two_exports_of_one_snapshot_taken_while_annotators_submit_are_ident
     assert first["qrels.txt"].count("\n") == n_docs
     assert first["annotations.csv"].count("\n") == n_judgments + 1  # the header
     assert n_judgments >= 10
+
+
+def test_lead_sees_agreement_adjudicates_and_the_export_reflects_it(training, users, login):
+    import zipfile
+
+    project, (a, b), docs = training
+    no = dict.fromkeys(docs, "no")
+    judge_through_api(a, project, answers(dict(zip(docs, [2, 1, 0, 0, 1, 2], strict=True)), no))
+    judge_through_api(b, project, answers(dict(zip(docs, [2, 0, 0, 1, 1, 2], strict=True)), no))
+    client = login(users["lead"])
+    page = client.get(reverse("agreement", args=[project.slug]))
+    assert page.status_code == 200
+    text = page.content.decode()
+    kappa = cohen_kappa_score([2, 1, 0, 0, 1, 2], [2, 0, 0, 1, 1, 2], labels=[0, 1, 2])
+    assert f"{kappa:.3f}" in text
+    assert text.count('class="card disagreement"') == 2
+    task = Task.objects.get(project=project, document__docid=docs[3])
+    r = client.post(
+        reverse("adjudicate", args=[project.slug, task.pk]),
+        {"relevance": "0", "persona_sensitive": "", "reason": "Off topic after discussion"},
+    )
+    assert r.status_code == 302
+    assert "Off topic after discussion" in client.get(r["Location"]).content.decode()
+    export = client.get(reverse("project-export", args=[project.slug]))
+    assert export["Content-Type"] == "application/zip"
+    archive = zipfile.ZipFile(io.BytesIO(export.content))
+    qrels = archive.read(f"{project.slug}/qrels.txt").decode()
+    assert f"1 0 {docs[3]} 0\n" in qrels  # adjudicated down from the rule's 1
+    assert f"1 0 {docs[1]} 1\n" in qrels  # the rule: the more relevant grade
+    again = client.get(reverse("project-export", args=[project.slug]))
+    assert again.content == export.content  # same data, same bytes
+
+
+def test_adjudication_form_names_what_was_wrong(training, users, login):
+    project, _users, _docs = training
+    task = Task.objects.filter(project=project).first()
+    client = login(users["lead"])
+    r = client.post(
+        reverse("adjudicate", args=[project.slug, task.pk]),
+        {"relevance": "", "persona_sensitive": "", "reason": "x"},
+        follow=True,
+    )
+    assert "Not saved: decide the relevance, the persona sensitivity or both." in r.content.decode()
+
+
+@pytest.mark.parametrize("role", ["annotator", "archivist", "searcher"])
+def test_agreement_and_exports_are_the_leads_only(training, users, login, role):
+    project, _users, _docs = training
+    task = Task.objects.filter(project=project).first()
+    client = login(users[role])
+    assert client.get(reverse("agreement", args=[project.slug])).status_code == 404
+    assert client.get(reverse("project-export", args=[project.slug])).status_code == 404
+    r = client.post(
+        reverse("adjudicate", args=[project.slug, task.pk]),
+        {"relevance": "2", "reason": "x"},
+    )
+    assert r.status_code == 404

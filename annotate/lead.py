@@ -1,0 +1,91 @@
+"""The lead's agreement pages: kappa per round, topic and persona, disagreements to discuss
+and adjudicate, and the exports (DOMAIN.md section 5)."""
+
+import io
+import zipfile
+
+from django.contrib import messages
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotate import agreement, exports, roles, selectors, services
+from annotate.models import AnnotationProject, Judgment, Task
+
+lead_required = roles.role_required(roles.LEAD)
+
+
+def _int_or_none(value):
+    return int(value) if value and value.isdigit() else None
+
+
+@lead_required
+def agreement_page(request, slug):
+    project = get_object_or_404(AnnotationProject, slug=slug)
+    filters = {
+        "round_id": _int_or_none(request.GET.get("round")),
+        "topic_id": _int_or_none(request.GET.get("topic")),
+        "persona_id": _int_or_none(request.GET.get("persona")),
+    }
+    report = selectors.agreement_for(project=project, **filters)
+    facets = agreement.FACETS
+    pairs = [(p["annotators"], [(f, p["facets"][f.name]) for f in facets]) for p in report["pairs"]]
+    alpha = [(f, report["alpha"][f.name]) for f in facets] if report["alpha"] else []
+    return render(
+        request,
+        "annotate/agreement.html",
+        {
+            "project": project,
+            "report": report,
+            "filters": filters,
+            "pairs": pairs,
+            "alpha": alpha,
+            "topics": project.topics.order_by("number"),
+            "personas": project.personas.order_by("name"),
+            "all_rounds": project.rounds.order_by("number"),
+            "rounds": selectors.agreement_over_rounds(project=project),
+            "relevance_choices": Judgment.Relevance.choices[::-1],
+            "query": request.GET.urlencode(),
+        },
+    )
+
+
+@require_POST
+@lead_required
+def adjudicate(request, slug, task_id):
+    project = get_object_or_404(AnnotationProject, slug=slug)
+    task = get_object_or_404(Task, pk=task_id, project=project)
+    back = reverse("agreement", args=[project.slug])
+    if request.POST.get("query"):
+        back += "?" + request.POST["query"]
+    relevance = request.POST.get("relevance", "")
+    try:
+        services.adjudicate(
+            user=request.user,
+            task=task,
+            relevance=int(relevance) if relevance.isdigit() else None,
+            persona_sensitive=request.POST.get("persona_sensitive", ""),
+            reason=request.POST.get("reason", ""),
+        )
+    except services.InvalidAnswers as exc:
+        messages.error(request, f"Not saved: {exc.message}.")
+        return redirect(back)
+    messages.success(request, f"Adjudicated {task.document.docid} for topic {task.topic.number}.")
+    return redirect(back)
+
+
+@lead_required
+def export(request, slug):
+    """Every export file in one zip; the same snapshot gives the same bytes (G5)."""
+    project = get_object_or_404(AnnotationProject, slug=slug)
+    files = exports.export_files(project)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in files.items():
+            info = zipfile.ZipInfo(f"{project.slug}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, text.encode("utf-8"))
+    response = HttpResponse(buffer.getvalue(), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-export.zip"'
+    return response
