@@ -53,7 +53,7 @@ def snapshot(snapshot_id: str | None = None):
             yield cursor.fetchone()[0]
 
 
-def _topic_key(number: str):
+def topic_key(number: str):
     """Topics sort by number: numerically when they are numbers, else as text."""
     return (0, int(number), "") if number.isdigit() else (1, 0, number)
 
@@ -150,7 +150,7 @@ def final_labels(project: AnnotationProject) -> FinalLabels:
 
 def qrels_text(labels: FinalLabels) -> str:
     """TREC qrels: ``topic 0 docno grade``, grades 2/1/0, sorted by topic then docno."""
-    keys = sorted(labels.relevance, key=lambda k: (_topic_key(k[0]), k[1]))
+    keys = sorted(labels.relevance, key=lambda k: (topic_key(k[0]), k[1]))
     return "".join(f"{t} 0 {d} {labels.relevance[(t, d)][0]}\n" for t, d in keys)
 
 
@@ -162,7 +162,7 @@ def sensitivity_texts(labels: FinalLabels) -> dict[str, str]:
             out[persona].append((topic, docid, value))
     return {
         persona: "".join(
-            f"{t} 0 {d} {v}\n" for t, d, v in sorted(rows, key=lambda r: (_topic_key(r[0]), r[1]))
+            f"{t} 0 {d} {v}\n" for t, d, v in sorted(rows, key=lambda r: (topic_key(r[0]), r[1]))
         )
         for persona, rows in sorted(out.items())
     }
@@ -252,14 +252,23 @@ def file_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "persona"
 
 
-def export_files(project: AnnotationProject, snapshot_id: str | None = None) -> dict[str, str]:
-    """Every export file of a project, ``{file name: text}``, from one snapshot."""
+def export_files(
+    project: AnnotationProject, snapshot_id: str | None = None, pictures: bool = True
+) -> dict[str, str | bytes]:
+    """Every export file of a project, ``{file name: text, or PNG bytes}``, from one
+    snapshot: qrels, sensitivity labels per persona, the annotation table and (unless
+    ``pictures`` is false) the three charts of ``annotate.charts``."""
+    from annotate import charts, selectors  # charts imports this module
+
     with snapshot(snapshot_id):
         labels = final_labels(project)
         rows = annotation_rows(project, labels)
-    files = {"qrels.txt": qrels_text(labels)}
+        rounds = selectors.agreement_over_rounds(project=project) if pictures else []
+    files: dict[str, str | bytes] = {"qrels.txt": qrels_text(labels)}
     for persona, text in sensitivity_texts(labels).items():
         files[f"sensitivity-{file_slug(persona)}.txt"] = text
     files["annotations.csv"] = table_csv(rows)
     files["annotations.jsonl"] = table_jsonl(rows)
+    if pictures:
+        files.update(charts.all_charts(labels, rounds))
     return files

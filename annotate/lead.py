@@ -5,12 +5,12 @@ import io
 import zipfile
 
 from django.contrib import messages
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotate import agreement, exports, roles, selectors, services
+from annotate import agreement, charts, exports, roles, selectors, services
 from annotate.models import AnnotationProject, Judgment, Task
 
 lead_required = roles.role_required(roles.LEAD)
@@ -85,7 +85,30 @@ def export(request, slug):
         for name, text in files.items():
             info = zipfile.ZipInfo(f"{project.slug}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, text.encode("utf-8"))
+            archive.writestr(info, text if isinstance(text, bytes) else text.encode("utf-8"))
     response = HttpResponse(buffer.getvalue(), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-export.zip"'
+    return response
+
+
+CHARTS = {
+    "relevant-per-topic": lambda labels, project: charts.relevant_per_topic(labels),
+    "kappa-per-round": lambda labels, project: charts.kappa_per_round(
+        selectors.agreement_over_rounds(project=project)
+    ),
+    "sensitivity-prevalence": lambda labels, project: charts.sensitivity_prevalence(labels),
+}
+
+
+@lead_required
+def chart(request, slug, name):
+    """One of the project's pictures, as PNG, drawn from the current final labels."""
+    project = get_object_or_404(AnnotationProject, slug=slug)
+    if name not in CHARTS:
+        raise Http404("no such chart")
+    # No snapshot transaction: a picture may mix two commits, and on SQLite (where every
+    # transaction takes the write lock) three pictures loading at once would queue.
+    png = CHARTS[name](exports.final_labels(project), project)
+    response = HttpResponse(png, content_type="image/png")
+    response["Cache-Control"] = "private, no-store"
     return response

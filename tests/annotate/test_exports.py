@@ -107,7 +107,7 @@ def test_final_label_rules_are_applied_and_recorded(training, users):
     qrels = dict(line.split()[2:] for line in files["qrels.txt"].splitlines())
     assert qrels[docs[0]] == "2"  # 2 vs 0: the more relevant
     assert qrels[docs[1]] == "2"  # adjudicated over the agreed 1
-    (persona_file,) = [n for n in files if n.startswith("sensitivity-")]
+    (persona_file,) = [n for n in files if n.startswith("sensitivity-") and n.endswith(".txt")]
     sens = dict(line.split()[2:] for line in files[persona_file].splitlines())
     assert sens[docs[0]] == "1"  # yes vs no: sensitive if any annotator said so
     assert sens[docs[1]] == "1"  # adjudicated
@@ -159,9 +159,13 @@ def test_export_command_writes_every_file(training, tmp_path):
     assert names == [
         "annotations.csv",
         "annotations.jsonl",
+        "kappa-per-round.png",
         "qrels.txt",
+        "relevant-per-topic.png",
         "sensitivity-maeve.txt",
+        "sensitivity-prevalence.png",
     ]
+    assert (tmp_path / "x" / "relevant-per-topic.png").read_bytes().startswith(b"\x89PNG")
     assert (tmp_path / "x" / "qrels.txt").read_text().count("\n") == 6
     with pytest.raises(CommandError, match="no project 'nope'"):
         call_command("export_qrels", "nope", "--out", str(tmp_path / "y"))
@@ -311,8 +315,31 @@ def test_agreement_and_exports_are_the_leads_only(training, users, login, role):
     client = login(users[role])
     assert client.get(reverse("agreement", args=[project.slug])).status_code == 404
     assert client.get(reverse("project-export", args=[project.slug])).status_code == 404
+    chart = reverse("project-chart", args=[project.slug, "kappa-per-round"])
+    assert client.get(chart).status_code == 404
     r = client.post(
         reverse("adjudicate", args=[project.slug, task.pk]),
         {"relevance": "2", "reason": "x"},
     )
     assert r.status_code == 404
+
+
+def test_pictures_follow_the_labels_and_are_byte_stable(training, users, login):
+    project, (a, b), docs = training
+    client = login(users["lead"])
+    url = reverse("project-chart", args=[project.slug, "relevant-per-topic"])
+    empty = client.get(url)
+    assert empty["Content-Type"] == "image/png" and empty.content.startswith(b"\x89PNG")
+    no, yes = dict.fromkeys(docs, "no"), dict.fromkeys(docs, "yes")
+    judge_through_api(a, project, answers(dict.fromkeys(docs, 2), yes))
+    judge_through_api(b, project, answers(dict.fromkeys(docs, 1), no))
+    drawn = client.get(url).content
+    assert drawn != empty.content and client.get(url).content == drawn
+    for name in ("kappa-per-round", "sensitivity-prevalence"):
+        r = client.get(reverse("project-chart", args=[project.slug, name]))
+        assert r.status_code == 200 and r.content.startswith(b"\x89PNG")
+    assert client.get(reverse("project-chart", args=[project.slug, "nope"])).status_code == 404
+    page = client.get(reverse("agreement", args=[project.slug])).content.decode()
+    assert reverse("project-chart", args=[project.slug, "kappa-per-round"]) in page
+    files = exports.export_files(project)
+    assert files["relevant-per-topic.png"] == drawn  # the export carries the same pictures

@@ -11,7 +11,8 @@ from annotate.models import AnnotationProject
 class Command(BaseCommand):
     help = (
         "Export a project's TREC qrels (qrels.txt), persona sensitivity labels "
-        "(sensitivity-<persona>.txt) and every judgment (annotations.csv, .jsonl) into a folder."
+        "(sensitivity-<persona>.txt), every judgment (annotations.csv, .jsonl) and the "
+        "agreement and prevalence charts (PNG) into a folder."
     )
 
     def add_arguments(self, parser):
@@ -32,10 +33,14 @@ class Command(BaseCommand):
             raise CommandError(f"{out} exists and is not a folder")
         files = exports.export_files(project, snapshot_id=opts["snapshot"])
         out.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
+        for name, content in files.items():
             # Written whole, then renamed: a reader never sees half a file.
             tmp = out / f".{name}.tmp"
-            tmp.write_text(text, encoding="utf-8")
+            if isinstance(content, bytes):
+                tmp.write_bytes(content)
+                size = f"{len(content):,} bytes"
+            else:
+                tmp.write_text(content, encoding="utf-8")
+                size = f"{content.count(chr(10))} lines"
             tmp.replace(out / name)
-            lines = text.count("\n")
-            self.stdout.write(f"{out / name}: {lines} lines")
+            self.stdout.write(f"{out / name}: {size}")

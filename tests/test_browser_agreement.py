@@ -1,0 +1,109 @@
+"""A training round in Debian's Chromium: two annotators judge the same tasks by keyboard,
+the lead reads the kappa and the disagreements, adjudicates one, and the export has it."""
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from annotate import roles, services
+from annotate.models import Document, Judgment, Persona, Round, Task, Topic
+from tests.browserkit import login, needs_chromium, wait_for, watch
+from tests.conftest import SAMPLE
+
+pytestmark = needs_chromium
+
+
+@pytest.fixture
+def round_project(collection, make_user):
+    services.import_run(collection=collection, fmt="emails", path=SAMPLE)
+    people = {}
+    for name, role in (("alice", roles.ANNOTATOR), ("bob", roles.ANNOTATOR), ("lea", roles.LEAD)):
+        people[name] = make_user(name, role)
+        people[name].set_password("pw-browser")
+        people[name].save()
+    topic = Topic.objects.create(collection=collection, number="7", title="meeting schedule")
+    persona = Persona.objects.create(name="Maeve")
+    project = services.project_create(
+        name="Training",
+        collection=collection,
+        personas=[persona],
+        topics=[topic],
+        annotators=[people["alice"], people["bob"]],
+        round_kind=Round.Kind.TRAINING,
+    )
+    docs = list(Document.objects.filter(collection=collection).order_by("docid")[:4])
+    services.project_tasks_add(
+        project=project, round_=project.rounds.get(), topic=topic, persona=persona, documents=docs
+    )
+    return project, people
+
+
+def judge_by_keyboard(browser, url, project, username, answers, events):
+    """Log in and judge one task per entry of ``answers`` (key strings), keyboard only."""
+    page = browser.new_context().new_page()
+    watch(page, url, events)
+    login(page, url, username, "pw-browser")
+    page.goto(f"{url}/annotate/{project.slug}/judge/")
+    for keys in answers:
+        page.wait_for_selector("#current section.task")
+        task_id = page.evaluate("document.querySelector('#current section.task').dataset.taskId")
+        for key in keys:
+            page.keyboard.press(key)
+        page.keyboard.press("Enter")
+        wait_for(
+            page,
+            f"(document.querySelector('#current section.task')?.dataset.taskId ?? '') "
+            f"!== '{task_id}'",
+        )
+    wait_for(page, "document.getElementById('save-status').textContent.includes('Saved')")
+    wait_for(page, "!document.getElementById('save-status').textContent.includes('Saving')")
+    page.context.close()
+
+
+def test_training_round_agreement_adjudication_and_export(browser, live_server, round_project):
+    project, people = round_project
+    url = live_server.url
+    events = []
+    alice = [("2", "n", "n"), ("1", "n", "n"), ("0", "n", "n"), ("2", "y", "n")]
+    bob = [("2", "n", "n"), ("0", "n", "n"), ("0", "n", "n"), ("2", "y", "n")]
+    judge_by_keyboard(browser, url, project, "alice", alice, events)
+    judge_by_keyboard(browser, url, project, "bob", bob, events)
+    assert Judgment.objects.count() == 8
+
+    # Tasks are served in the same order to both: the second one is the disagreement.
+    kappa = cohen_kappa_score(
+        [int(a[0]) for a in alice], [int(b[0]) for b in bob], labels=[0, 1, 2]
+    )
+    page = browser.new_context(accept_downloads=True).new_page()
+    watch(page, url, events)
+    login(page, url, "lea", "pw-browser")
+    page.goto(f"{url}/annotate/{project.slug}/agreement/")
+    page.wait_for_load_state("networkidle")
+    cell = page.locator("tr[data-facet=relevance] td.kappa").first
+    assert cell.inner_text().strip() == f"{kappa:.3f}"
+    disagreements = page.locator("section.disagreement")
+    assert disagreements.count() == 1
+    card = disagreements.first
+    assert "alice" in card.inner_text() and "bob" in card.inner_text()
+    card.locator("select[name=relevance]").select_option("2")
+    card.locator("input[name=reason]").fill("Agreed in the round's discussion: on topic")
+    card.locator("button:has-text('Adjudicate')").click()
+    page.wait_for_selector("p.adjudicated")
+    assert "Agreed in the round's discussion" in page.inner_text("p.adjudicated")
+
+    # The test database is SQLite in memory, where a transaction that meets another one
+    # fails at once instead of waiting: let the page's pictures finish loading first.
+    page.wait_for_load_state("networkidle")
+    with page.expect_download() as download:
+        page.click("text=Download the exports")
+    archive = zipfile.ZipFile(io.BytesIO(Path(download.value.path()).read_bytes()))
+    qrels = archive.read(f"{project.slug}/qrels.txt").decode()
+    task_id = int(card.get_attribute("data-task-id"))
+    docid = Task.objects.get(pk=task_id).document.docid
+    assert f"7 0 {docid} 2\n" in qrels
+    table = archive.read(f"{project.slug}/annotations.csv").decode()
+    assert table.count("adjudicated") == 2  # both judgments of that document
+    assert events == [], events
