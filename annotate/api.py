@@ -78,7 +78,7 @@ class DocumentDetailApi(RetrieveAPIView):
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
-        collection = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+        collection = serializers.CharField(source="collection.slug", read_only=True)
         docid = serializers.CharField()
         message_id = serializers.CharField()
         subject = serializers.CharField()

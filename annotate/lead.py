@@ -75,10 +75,8 @@ def adjudicate(request, slug, task_id):
     return redirect(back)
 
 
-@lead_required
-def export(request, slug):
-    """Every export file in one zip; the same snapshot gives the same bytes (G5)."""
-    project = get_object_or_404(AnnotationProject, slug=slug)
+def export_zip(project: AnnotationProject) -> HttpResponse:
+    """Every export file in one zip (one snapshot); fixed timestamps: same data, same bytes."""
     files = exports.export_files(project)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -89,6 +87,11 @@ def export(request, slug):
     response = HttpResponse(buffer.getvalue(), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-export.zip"'
     return response
+
+
+@lead_required
+def export(request, slug):
+    return export_zip(get_object_or_404(AnnotationProject, slug=slug))
 
 
 CHARTS = {

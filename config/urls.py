@@ -87,6 +87,21 @@ urlpatterns = [
         name="api-project-progress",
     ),
     path(
+        "api/projects/<slug:slug>/agreement/",
+        annotation_api.ProjectAgreementApi.as_view(),
+        name="api-project-agreement",
+    ),
+    path(
+        "api/projects/<slug:slug>/exports/",
+        annotation_api.ProjectExportListApi.as_view(),
+        name="api-project-exports",
+    ),
+    path(
+        "api/projects/<slug:slug>/exports/<str:name>",
+        annotation_api.ProjectExportApi.as_view(),
+        name="api-project-export",
+    ),
+    path(
         "api/schema/",
         SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]),
         name="api-schema",

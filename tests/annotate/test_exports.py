@@ -343,3 +343,36 @@ def test_pictures_follow_the_labels_and_are_byte_stable(training, users, login):
     assert reverse("project-chart", args=[project.slug, "kappa-per-round"]) in page
     files = exports.export_files(project)
     assert files["relevant-per-topic.png"] == drawn  # the export carries the same pictures
+
+
+def test_export_api_serves_each_file_and_names_a_wrong_one(training, users, login):
+    project, (a, _b), docs = training
+    judge_through_api(a, project, answers(dict.fromkeys(docs, 2), dict.fromkeys(docs, "no")))
+    client = login(users["lead"])
+    names = client.get(reverse("api-project-exports", args=[project.slug])).json()
+    assert names[0] == "export.zip" and "qrels.txt" in names and "kappa-per-round.png" in names
+    qrels = client.get(reverse("api-project-export", args=[project.slug, "qrels.txt"]))
+    assert qrels["Content-Type"].startswith("text/plain")
+    assert qrels.content.decode() == exports.export_files(project, pictures=False)["qrels.txt"]
+    png = client.get(reverse("api-project-export", args=[project.slug, "relevant-per-topic.png"]))
+    assert png["Content-Type"] == "image/png"
+    missing = client.get(reverse("api-project-export", args=[project.slug, "nope.txt"]))
+    assert missing.status_code == 404 and "no export file 'nope.txt'" in missing.json()["message"]
+
+
+def test_agreement_api_reports_kappa_and_refuses_bad_filters(training, users, login):
+    project, (a, b), docs = training
+    no = dict.fromkeys(docs, "no")
+    judge_through_api(a, project, answers(dict(zip(docs, [2, 1, 0, 0, 1, 2], strict=True)), no))
+    judge_through_api(b, project, answers(dict(zip(docs, [2, 0, 0, 1, 1, 2], strict=True)), no))
+    client = login(users["lead"])
+    url = reverse("api-project-agreement", args=[project.slug])
+    body = client.get(url, {"round": project.rounds.get().pk}).json()
+    rel = body["pairs"][0]["facets"]["relevance"]
+    assert rel["value"] == pytest.approx(
+        cohen_kappa_score([2, 1, 0, 0, 1, 2], [2, 0, 0, 1, 1, 2], labels=[0, 1, 2])
+    )
+    assert body["pairs"][0]["facets"]["persona_sensitive"]["value"] is None
+    assert len(body["disagreements"]) == 2
+    bad = client.get(url, {"topic": "x"})
+    assert bad.status_code == 400 and "topic must be an id" in bad.json()["message"]

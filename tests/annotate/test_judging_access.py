@@ -78,6 +78,15 @@ def call(client, op, w):
             reverse("judgment-edit", args=[p, w["j1"].pk])
         ),
         "page_dashboard": lambda: client.get(reverse("judging-dashboard", args=[p])),
+        "agreement": lambda: client.get(reverse("api-project-agreement", args=[p])),
+        "exports": lambda: client.get(reverse("api-project-exports", args=[p])),
+        "export_qrels": lambda: client.get(reverse("api-project-export", args=[p, "qrels.txt"])),
+        "export_zip": lambda: client.get(reverse("api-project-export", args=[p, "export.zip"])),
+        "page_agreement": lambda: client.get(reverse("agreement", args=[p])),
+        "page_export": lambda: client.get(reverse("project-export", args=[p])),
+        "page_adjudicate": lambda: client.post(
+            reverse("adjudicate", args=[p, w["t1"]]), {"relevance": "1", "reason": "x"}
+        ),
         "page_submit_other": lambda: client.post(
             reverse("judge-submit", args=[p, w["t2"]]),
             {**BODY, "idempotency_key": "z"},
@@ -104,6 +113,13 @@ EXPECTED = {
     "page_history":            (200, 200, 404,     404, 404,      404,     404),
     "page_edit_judgment_of_a": (200, 404, 404,     404, 404,      404,     404),
     "page_dashboard":          (404, 404, 404,     200, 404,      404,     404),
+    "agreement":               (404, 404, 404,     200, 404,      404,     404),
+    "exports":                 (404, 404, 404,     200, 404,      404,     404),
+    "export_qrels":            (404, 404, 404,     200, 404,      404,     404),
+    "export_zip":              (404, 404, 404,     200, 404,      404,     404),
+    "page_agreement":          (404, 404, 404,     200, 404,      404,     404),
+    "page_export":             (404, 404, 404,     200, 404,      404,     404),
+    "page_adjudicate":         (404, 404, 404,     302, 404,      404,     404),
     "page_submit_other":       (404, 200, 404,     404, 404,      404,     404),
 }  # fmt: skip
 WHO = ["a", "b", "outsider", "lead", "archivist", "searcher", "norole"]
