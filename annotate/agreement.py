@@ -109,7 +109,7 @@ def _kappa(a: list, b: list, facet: Facet) -> float | None:
     from sklearn.metrics import cohen_kappa_score
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 -> nan, handled below
+        warnings.simplefilter("ignore")  # 0/0: scikit-learn warns and gives nan, handled below
         value = cohen_kappa_score(a, b, labels=list(facet.labels), weights=facet.weights)
     return None if math.isnan(value) else float(value)
 

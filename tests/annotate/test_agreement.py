@@ -19,8 +19,12 @@ from annotate.agreement import (
     pair_agreement,
 )
 
-# statsmodels warns computing its standard errors on tiny tables; only its kappa is used.
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+# The references warn on 0/0 cases (statsmodels computing standard errors on tiny tables,
+# scikit-learn on one shared label); the tests compare their values, warnings aside.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.UndefinedMetricWarning"),
+]
 
 REL = FACETS_BY_NAME["relevance"]
 WEIGHTED = FACETS_BY_NAME["relevance_weighted"]
