@@ -64,6 +64,8 @@ class TasksForm(forms.Form):
     SOURCES = [
         ("search", "Top results of a BM25 search with each topic's title"),
         ("list", "An explicit list of 'topic docid' lines"),
+        ("reference", "The documents of the collection's imported qrels, per topic"),
+        ("reference-relevant", "The relevant documents of the imported qrels, per topic"),
     ]
     source = forms.ChoiceField(choices=SOURCES, initial="search")
     k = forms.IntegerField(min_value=1, max_value=1000, initial=20, label="Results per topic")

@@ -305,6 +305,11 @@ def _add_tasks(project, round_, form) -> tuple[int, list[str]]:
         return services.project_tasks_from_lines(
             project=project, round_=round_, lines=data["lines"]
         )
+    if data["source"].startswith("reference"):
+        added = services.project_tasks_from_reference(
+            project=project, round_=round_, only_relevant=data["source"] == "reference-relevant"
+        )
+        return added, [] if added else ["The collection has no imported qrels for these topics."]
     try:
         return services.project_tasks_from_search(project=project, round_=round_, k=data["k"]), []
     except IndexNotReady as exc:

@@ -45,6 +45,7 @@ def agreement_page(request, slug):
             "personas": project.personas.order_by("name"),
             "all_rounds": project.rounds.order_by("number"),
             "rounds": selectors.agreement_over_rounds(project=project),
+            "reference": selectors.agreement_with_reference(project=project),
             "relevance_choices": Judgment.Relevance.choices[::-1],
             "query": request.GET.urlencode(),
         },

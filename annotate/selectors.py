@@ -18,6 +18,8 @@ from annotate.models import (
     Job,
     Judgment,
     Persona,
+    ReferenceRelevance,
+    ReferenceSensitivity,
     Task,
     Topic,
 )
@@ -347,4 +349,65 @@ def agreement_over_rounds(*, project: AnnotationProject, facet: str = "relevance
                 "items": report["items"],
             }
         )
+    return out
+
+
+def agreement_with_reference(*, project: AnnotationProject) -> list[dict]:
+    """The project's final labels against each set of imported judgments of its collection.
+
+    Relevance: the exported grade of every (topic, document) against each qrels source's
+    grade (the three relevance questions of ``agreement``). Persona sensitivity: the
+    exported 0/1 against each imported label set for that persona (a label without topic
+    holds for every topic). Returns one entry per source with ``agreement.Agreement`` rows.
+    """
+    from annotate import exports
+
+    with exports.snapshot():
+        labels = exports.final_labels(project)
+        topics = {t.pk: t.number for t in project.topics.all()}
+        relevance_refs = list(
+            ReferenceRelevance.objects.filter(topic_id__in=topics).values_list(
+                "source", "topic_id", "document__docid", "grade"
+            )
+        )
+        personas = {p.pk: p.name for p in project.personas.all()}
+        sensitivity_refs = list(
+            ReferenceSensitivity.objects.filter(persona_id__in=personas).values_list(
+                "source", "persona_id", "topic_id", "document__docid", "sensitive"
+            )
+        )
+    ours = {key: grade for key, (grade, _rule) in labels.relevance.items()}
+    out = []
+    by_source: dict[str, dict] = {}
+    for source, topic_id, docid, grade in relevance_refs:
+        by_source.setdefault(source, {})[(topics[topic_id], docid)] = grade
+    for source, theirs in sorted(by_source.items()):
+        rows = [
+            agreement.pair_agreement(
+                ours,
+                theirs,
+                agreement.FACETS_BY_NAME[name],
+                names=("project", source),
+            )
+            for name in ("relevance", "relevance_weighted", "relevance_binary")
+        ]
+        out.append({"source": source, "kind": "relevance", "persona": "", "rows": rows})
+    sens: dict[tuple, dict] = {}
+    for source, persona_id, topic_id, docid, sensitive in sensitivity_refs:
+        target = sens.setdefault((source, personas[persona_id]), {})
+        value = "yes" if sensitive else "no"
+        if topic_id is None:  # holds for every topic, unless a topic's own label says else
+            for topic in topics.values():
+                target.setdefault((topic, docid), value)
+        elif topic_id in topics:
+            target[(topics[topic_id], docid)] = value
+    facet = agreement.FACETS_BY_NAME["persona_sensitive"]
+    for (source, persona), theirs in sorted(sens.items()):
+        mine = {
+            (t, d): ("yes" if v else "no")
+            for (p, t, d), (v, _rule) in labels.sensitivity.items()
+            if p == persona and v is not None
+        }
+        row = agreement.pair_agreement(mine, theirs, facet, names=("project", source))
+        out.append({"source": source, "kind": "sensitivity", "persona": persona, "rows": [row]})
     return out

@@ -28,6 +28,7 @@ from annotate.models import (
     Judgment,
     JudgmentVersion,
     Persona,
+    ReferenceRelevance,
     Round,
     Task,
     Topic,
@@ -919,6 +920,26 @@ def project_tasks_from_search(
                 persona=persona,
                 documents=docs,
                 source=Task.Source.POOL,
+            )
+    return added
+
+
+def project_tasks_from_reference(
+    *, project: AnnotationProject, round_: Round, only_relevant: bool = False
+) -> int:
+    """Add, for every topic and persona, the documents of the collection's imported qrels
+    (any source; ``only_relevant``: grade 1 or 2): to judge again what an earlier study
+    judged, and compare (``selectors.agreement_with_reference``)."""
+    added = 0
+    for topic in project.topics.all():
+        refs = ReferenceRelevance.objects.filter(topic=topic)
+        if only_relevant:
+            refs = refs.filter(grade__gte=1)
+        doc_ids = sorted(set(refs.values_list("document_id", flat=True)))
+        docs = list(Document.objects.filter(pk__in=doc_ids).order_by("docid"))
+        for persona in project.personas.all():
+            added += project_tasks_add(
+                project=project, round_=round_, topic=topic, persona=persona, documents=docs
             )
     return added
 

@@ -376,3 +376,57 @@ def test_agreement_api_reports_kappa_and_refuses_bad_filters(training, users, lo
     assert len(body["disagreements"]) == 2
     bad = client.get(url, {"topic": "x"})
     assert bad.status_code == 400 and "topic must be an id" in bad.json()["message"]
+
+
+def test_project_labels_compare_with_imported_qrels_and_sensitivity(
+    training, users, login, tmp_path
+):
+    from annotate.models import Persona, ReferenceRelevance
+
+    project, (a, b), docs = training
+    qrels = tmp_path / "old.qrels"
+    old_grades = [2, 1, 0, 0, 2, 2]
+    qrels.write_text("".join(f"1 0 {d} {g}\n" for d, g in zip(docs, old_grades, strict=True)))
+    assert services.import_run(collection=project.collection, fmt="qrels-trec", path=qrels).ok
+    labels = tmp_path / "old.sens"
+    labels.write_text("".join(f"* 0 {d} {int(i < 2)}\n" for i, d in enumerate(docs)))
+    persona = Persona.objects.get(name="Maeve")
+    report = services.import_run(
+        collection=project.collection, fmt="sensitivity", path=labels, persona=persona
+    )
+    assert report.ok, [str(e) for e in report.errors]
+
+    grades = [2, 1, 0, 1, 1, 2]
+    sens = dict(zip(docs, ["yes", "yes", "no", "no", "no", "yes"], strict=True))
+    judge_through_api(a, project, answers(dict(zip(docs, grades, strict=True)), sens))
+    result = selectors.agreement_with_reference(project=project)
+    (rel,) = [r for r in result if r["kind"] == "relevance"]
+    assert rel["rows"][0].value == pytest.approx(
+        cohen_kappa_score(grades, old_grades, labels=[0, 1, 2])
+    )
+    assert rel["rows"][0].n == 6 == ReferenceRelevance.objects.count()
+    (sen,) = [r for r in result if r["kind"] == "sensitivity"]
+    assert sen["persona"] == "Maeve" and sen["rows"][0].n == 6
+    theirs = ["yes" if i < 2 else "no" for i in range(6)]
+    assert sen["rows"][0].value == pytest.approx(
+        cohen_kappa_score([sens[d] for d in docs], theirs, labels=["no", "yes"])
+    )
+    page = login(users["lead"]).get(reverse("agreement", args=[project.slug]))
+    assert "Against imported judgments" in page.content.decode()
+
+
+def test_a_round_can_be_built_from_the_imported_qrels(make_project, tmp_path):
+    from annotate.models import Document
+
+    project, _users = make_project(n_tasks=0)
+    docs = list(Document.objects.order_by("docid").values_list("docid", flat=True)[:5])
+    qrels = tmp_path / "old.qrels"
+    qrels.write_text("".join(f"1 0 {d} {i % 2}\n" for i, d in enumerate(docs)))
+    assert services.import_run(collection=project.collection, fmt="qrels-trec", path=qrels).ok
+    round_ = services.round_open(project=project, kind=Round.Kind.TRAINING)
+    assert services.project_tasks_from_reference(project=project, round_=round_) == 5
+    again = services.round_open(project=project)
+    relevant = services.project_tasks_from_reference(
+        project=project, round_=again, only_relevant=True
+    )
+    assert relevant == 2
