@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from annotate.models import (
+    Adjudication,
     AnnotationProject,
     Assignment,
     Attachment,
@@ -9,6 +10,7 @@ from annotate.models import (
     Job,
     Judgment,
     JudgmentVersion,
+    MachineLabel,
     Persona,
     ReferenceRelevance,
     ReferenceSensitivity,
@@ -133,3 +135,21 @@ class JudgmentAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         # Judgments change only through the annotator's versioned edit.
         return False
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(admin.ModelAdmin):
+    list_display = ("project", "topic", "persona", "document", "relevance", "persona_sensitive")
+    list_filter = ("project",)
+    raw_id_fields = ("document",)
+    readonly_fields = ("decided_by", "decided_at")
+
+
+@admin.register(MachineLabel)
+class MachineLabelAdmin(admin.ModelAdmin):
+    list_display = ("project", "topic", "document", "relevant", "probability", "model_version")
+    list_filter = ("project", "model_version")
+    raw_id_fields = ("document",)
+
+    def has_change_permission(self, request, obj=None):
+        return False  # written by the active-learning engine only

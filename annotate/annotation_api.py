@@ -379,20 +379,37 @@ class ProjectExportApi(APIView):
     required_roles = LEAD
 
     @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "machine_labels",
+                str,
+                enum=["exclude", "include"],
+                description="include: hybrid qrels plus machine-labels.txt",
+            )
+        ],
         responses={
             (200, "text/plain"): OpenApiTypes.STR,
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/x-ndjson"): OpenApiTypes.STR,
             (200, "image/png"): OpenApiTypes.BINARY,
             (200, "application/zip"): OpenApiTypes.BINARY,
+            400: ErrorSerializer,
             404: ErrorSerializer,
-        }
+        },
     )
     def get(self, request, slug, name):
         project = get_object_or_404(AnnotationProject, slug=slug)
+        machine = request.query_params.get("machine_labels", "exclude")
+        if machine not in ("exclude", "include"):
+            return Response(
+                {"code": "invalid", "message": "machine_labels must be exclude or include"},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         if name == "export.zip":
-            return lead.export_zip(project)
-        files = exports.export_files(project, pictures=name.endswith(".png"))
+            return lead.export_zip(project, machine_labels=machine == "include")
+        files = exports.export_files(
+            project, pictures=name.endswith(".png"), machine_labels=machine == "include"
+        )
         if name not in files:
             return Response(
                 {"code": "not_found", "message": f"no export file {name!r}; see the list"},

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from annotate.models import Adjudication, AnnotationProject, Answer, Judgment
+from annotate.models import Adjudication, AnnotationProject, Answer, Judgment, MachineLabel
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -252,19 +252,43 @@ def file_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "persona"
 
 
+def machine_labels_text(project: AnnotationProject, labels: FinalLabels) -> tuple[dict, str]:
+    """Machine labels of (topic, document) units no annotator judged: ``{(topic, docno):
+    (grade, "machine")}`` to add to the qrels, and the side file that flags them
+    (``topic 0 docno 0|1 probability model_version``)."""
+    added, lines = {}, []
+    for m in MachineLabel.objects.filter(project=project).select_related("topic", "document"):
+        key = (m.topic.number, m.document.docid)
+        if key in labels.relevance:  # a person judged it: the human label stands
+            continue
+        added[key] = (int(m.relevant), "machine")
+        lines.append((key, f"{int(m.relevant)} {m.probability:.6f} {m.model_version}"))
+    lines.sort(key=lambda kv: (topic_key(kv[0][0]), kv[0][1]))
+    return added, "".join(f"{t} 0 {d} {rest}\n" for (t, d), rest in lines)
+
+
 def export_files(
-    project: AnnotationProject, snapshot_id: str | None = None, pictures: bool = True
+    project: AnnotationProject,
+    snapshot_id: str | None = None,
+    pictures: bool = True,
+    machine_labels: bool = False,
 ) -> dict[str, str | bytes]:
     """Every export file of a project, ``{file name: text, or PNG bytes}``, from one
     snapshot: qrels, sensitivity labels per persona, the annotation table and (unless
-    ``pictures`` is false) the three charts of ``annotate.charts``."""
+    ``pictures`` is false) the three charts of ``annotate.charts``. With
+    ``machine_labels``, ``qrels.txt`` is hybrid: it adds the active-learning model's labels
+    of documents nobody judged, listed in ``machine-labels.txt``."""
     from annotate import charts, selectors  # charts imports this module
 
     with snapshot(snapshot_id):
         labels = final_labels(project)
         rows = annotation_rows(project, labels)
         rounds = selectors.agreement_over_rounds(project=project) if pictures else []
-    files: dict[str, str | bytes] = {"qrels.txt": qrels_text(labels)}
+        machine, machine_text = machine_labels_text(project, labels) if machine_labels else ({}, "")
+    qrels = FinalLabels(relevance={**labels.relevance, **machine}, sensitivity={})
+    files: dict[str, str | bytes] = {"qrels.txt": qrels_text(qrels)}
+    if machine_labels:
+        files["machine-labels.txt"] = machine_text
     for persona, text in sensitivity_texts(labels).items():
         files[f"sensitivity-{file_slug(persona)}.txt"] = text
     files["annotations.csv"] = table_csv(rows)

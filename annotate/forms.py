@@ -2,7 +2,7 @@ from django import forms
 from django.conf import settings
 from django.utils.text import slugify
 
-from annotate.models import Collection, Persona
+from annotate.models import AnnotationProject, Collection, Persona
 from annotate.services import IMPORT_FORMATS
 
 
@@ -96,6 +96,11 @@ class ProjectForm(forms.Form):
         label="First round",
     )
     lease_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, initial=30)
+    relevance_rule = forms.ChoiceField(
+        choices=AnnotationProject.RelevanceRule.choices,
+        initial=AnnotationProject.RelevanceRule.HIGHER,
+        label="Exported grade when annotators disagree (unless adjudicated)",
+    )
     guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False)
 
     def __init__(self, *args, **kwargs):

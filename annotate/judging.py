@@ -334,6 +334,7 @@ def project_new(request):
             guidelines=d["guidelines"],
             lease_minutes=d["lease_minutes"],
             round_kind=d["round_kind"],
+            relevance_rule=d["relevance_rule"],
         )
         added, problems = _add_tasks(project, project.rounds.get(), tasks)
         messages.info(request, f"Project created with {added} tasks.")

@@ -76,9 +76,9 @@ def adjudicate(request, slug, task_id):
     return redirect(back)
 
 
-def export_zip(project: AnnotationProject) -> HttpResponse:
+def export_zip(project: AnnotationProject, machine_labels: bool = False) -> HttpResponse:
     """Every export file in one zip (one snapshot); fixed timestamps: same data, same bytes."""
-    files = exports.export_files(project)
+    files = exports.export_files(project, machine_labels=machine_labels)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in files.items():
@@ -92,7 +92,8 @@ def export_zip(project: AnnotationProject) -> HttpResponse:
 
 @lead_required
 def export(request, slug):
-    return export_zip(get_object_or_404(AnnotationProject, slug=slug))
+    project = get_object_or_404(AnnotationProject, slug=slug)
+    return export_zip(project, machine_labels=request.GET.get("machine_labels") == "include")
 
 
 CHARTS = {

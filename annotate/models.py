@@ -491,3 +491,37 @@ class Adjudication(models.Model):
 
     def __str__(self):
         return f"adjudication of topic {self.topic_id} doc {self.document_id}"
+
+
+class MachineLabel(models.Model):
+    """The active-learning model's relevance label for a document no annotator judged, with
+    its probability: what turns human qrels into hybrid qrels (DOMAIN.md section 4).
+
+    One current label per (project, topic, document); ``model_version`` says which trained
+    model gave it. Exports leave machine labels out unless asked, and flag them when in.
+    """
+
+    project = models.ForeignKey(
+        AnnotationProject, on_delete=models.CASCADE, related_name="machine_labels"
+    )
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    relevant = models.BooleanField()
+    probability = models.FloatField(help_text="P(relevant) under the model")
+    model_version = models.PositiveIntegerField()
+    labelled_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["project_id", "topic_id", "document_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "topic", "document"], name="machine_label_once"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(probability__gte=0, probability__lte=1),
+                name="machine_label_probability",
+            ),
+        ]
+
+    def __str__(self):
+        return f"machine label of topic {self.topic_id} doc {self.document_id}"

@@ -862,6 +862,7 @@ def project_create(
     guidelines: str = "",
     lease_minutes: int = 30,
     round_kind: str = Round.Kind.PRODUCTION,
+    relevance_rule: str = AnnotationProject.RelevanceRule.HIGHER,
 ) -> AnnotationProject:
     """Create a project with its first round; every annotator must hold the annotator role."""
     from django.utils.text import slugify
@@ -887,6 +888,7 @@ def project_create(
             double_percent=double_percent,
             guidelines=guidelines,
             lease_minutes=lease_minutes,
+            relevance_rule=relevance_rule,
         )
         project.personas.set(personas)
         project.topics.set(topics)

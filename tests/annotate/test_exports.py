@@ -430,3 +430,52 @@ def test_a_round_can_be_built_from_the_imported_qrels(make_project, tmp_path):
         project=project, round_=again, only_relevant=True
     )
     assert relevant == 2
+
+
+def test_hybrid_qrels_add_flagged_machine_labels_only_where_nobody_judged(training, users, login):
+    from django.utils import timezone
+
+    from annotate.models import Document, MachineLabel, Topic
+
+    project, (a, _b), docs = training
+    judge_through_api(a, project, answers(dict.fromkeys(docs, 2), dict.fromkeys(docs, "no")))
+    topic = Topic.objects.get(number="1")
+    unjudged = list(Document.objects.exclude(docid__in=docs).order_by("docid")[:2])
+    for doc, relevant, p in ((unjudged[0], True, 0.91), (unjudged[1], False, 0.08)):
+        MachineLabel.objects.create(
+            project=project,
+            topic=topic,
+            document=doc,
+            relevant=relevant,
+            probability=p,
+            model_version=3,
+            labelled_at=timezone.now(),
+        )
+    judged = Document.objects.get(docid=docs[0])  # a machine label a person overrules
+    MachineLabel.objects.create(
+        project=project,
+        topic=topic,
+        document=judged,
+        relevant=False,
+        probability=0.2,
+        model_version=3,
+        labelled_at=timezone.now(),
+    )
+    human = exports.export_files(project, pictures=False)
+    assert human["qrels.txt"].count("\n") == 6 and "machine-labels.txt" not in human
+    hybrid = exports.export_files(project, pictures=False, machine_labels=True)
+    lines = hybrid["qrels.txt"].splitlines()
+    assert len(lines) == 8
+    assert f"1 0 {unjudged[0].docid} 1" in lines and f"1 0 {unjudged[1].docid} 0" in lines
+    assert f"1 0 {docs[0]} 2" in lines  # the person's grade, not the machine's 0
+    assert hybrid["machine-labels.txt"].splitlines() == sorted(
+        [f"1 0 {unjudged[0].docid} 1 0.910000 3", f"1 0 {unjudged[1].docid} 0 0.080000 3"],
+        key=lambda line: line.split()[2],
+    )
+    client = login(users["lead"])
+    url = reverse("api-project-export", args=[project.slug, "machine-labels.txt"])
+    assert (
+        client.get(url, {"machine_labels": "include"}).content.decode()
+        == (hybrid["machine-labels.txt"])
+    )
+    assert client.get(url, {"machine_labels": "maybe"}).status_code == 400

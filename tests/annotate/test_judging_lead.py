@@ -24,6 +24,7 @@ def test_lead_creates_a_project_from_a_list_and_opens_a_training_round(
             "double_percent": 0,
             "round_kind": "production",
             "lease_minutes": 30,
+            "relevance_rule": "majority",
             "guidelines": "Be careful.",
             "tasks-source": "list",
             "tasks-k": 20,
@@ -32,6 +33,7 @@ def test_lead_creates_a_project_from_a_list_and_opens_a_training_round(
     )
     project = AnnotationProject.objects.get(name="Lead made")
     assert response.status_code == 302
+    assert project.relevance_rule == "majority"
     assert response["Location"] == reverse("judging-dashboard", args=[project.slug])
     assert Task.objects.filter(project=project).count() == 3
     page = client.get(response["Location"]).content.decode()
@@ -70,6 +72,7 @@ def test_project_form_refuses_topics_of_another_collection(client, users, sample
             "double_percent": 0,
             "round_kind": "production",
             "lease_minutes": 30,
+            "relevance_rule": "higher",
             "tasks-source": "search",
             "tasks-k": 5,
         },

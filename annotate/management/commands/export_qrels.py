@@ -19,6 +19,13 @@ class Command(BaseCommand):
         parser.add_argument("project", help="the project's slug")
         parser.add_argument("--out", type=Path, required=True, help="folder to write into")
         parser.add_argument(
+            "--machine-labels",
+            choices=["exclude", "include"],
+            default="exclude",
+            help="include: hybrid qrels, adding the active-learning model's labels of "
+            "documents nobody judged, flagged in machine-labels.txt (default: exclude)",
+        )
+        parser.add_argument(
             "--snapshot",
             help="PostgreSQL snapshot id to read (from pg_export_snapshot), for an export "
             "identical to another one taken from the same snapshot",
@@ -31,7 +38,11 @@ class Command(BaseCommand):
         out: Path = opts["out"]
         if out.exists() and not out.is_dir():
             raise CommandError(f"{out} exists and is not a folder")
-        files = exports.export_files(project, snapshot_id=opts["snapshot"])
+        files = exports.export_files(
+            project,
+            snapshot_id=opts["snapshot"],
+            machine_labels=opts["machine_labels"] == "include",
+        )
         out.mkdir(parents=True, exist_ok=True)
         for name, content in files.items():
             # Written whole, then renamed: a reader never sees half a file.
