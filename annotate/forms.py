@@ -72,6 +72,24 @@ class TasksForm(forms.Form):
     lines = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4}), required=False, label="Topic docid lines"
     )
+    topics = forms.ModelMultipleChoiceField(
+        queryset=None, required=False, help_text="Only these topics (none chosen: all)"
+    )
+    personas = forms.ModelMultipleChoiceField(
+        queryset=None, required=False, help_text="Only these personas (none chosen: all)"
+    )
+
+    def __init__(self, *args, project=None, **kwargs):
+        """``project``: offer its topics and personas (a new project: every one)."""
+        from annotate.models import Topic
+
+        super().__init__(*args, **kwargs)
+        self.fields["topics"].queryset = (
+            project.topics.all() if project else Topic.objects.all()
+        ).order_by("collection_id", "number")
+        self.fields["personas"].queryset = (
+            project.personas.all() if project else Persona.objects.all()
+        ).order_by("name")
 
     def clean(self):
         data = super().clean()

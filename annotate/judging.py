@@ -287,7 +287,7 @@ def dashboard(request, slug):
         request,
         "annotate/dashboard.html",
         {
-            "tasks_form": TasksForm(prefix="tasks"),
+            "tasks_form": TasksForm(prefix="tasks", project=project),
             "project": project,
             **selectors.project_dashboard(project=project),
             "progress": selectors.judging_progress(
@@ -298,20 +298,33 @@ def dashboard(request, slug):
 
 
 def _add_tasks(project, round_, form) -> tuple[int, list[str]]:
+    try:
+        return _add_tasks_from(project, round_, form.cleaned_data)
+    except ValueError as exc:  # topics or personas outside the project
+        return 0, [str(exc)]
+
+
+def _add_tasks_from(project, round_, data) -> tuple[int, list[str]]:
     from ranking.services import IndexNotReady
 
-    data = form.cleaned_data
+    chosen = {"topics": data["topics"] or None, "personas": data["personas"] or None}
     if data["source"] == "list":
         return services.project_tasks_from_lines(
             project=project, round_=round_, lines=data["lines"]
         )
     if data["source"].startswith("reference"):
         added = services.project_tasks_from_reference(
-            project=project, round_=round_, only_relevant=data["source"] == "reference-relevant"
+            project=project,
+            round_=round_,
+            only_relevant=data["source"] == "reference-relevant",
+            **chosen,
         )
         return added, [] if added else ["The collection has no imported qrels for these topics."]
     try:
-        return services.project_tasks_from_search(project=project, round_=round_, k=data["k"]), []
+        added = services.project_tasks_from_search(
+            project=project, round_=round_, k=data["k"], **chosen
+        )
+        return added, []
     except IndexNotReady as exc:
         return 0, [str(exc)]
 
@@ -349,7 +362,7 @@ def project_new(request):
 def round_new(request, slug):
     """Open the next round (training or production) and add its tasks."""
     project = _project(request, slug)
-    tasks = TasksForm(request.POST, prefix="tasks")
+    tasks = TasksForm(request.POST, prefix="tasks", project=project)
     kind = request.POST.get("kind")
     if kind not in ("training", "production") or not tasks.is_valid():
         messages.error(request, "Choose a round kind and where its tasks come from.")

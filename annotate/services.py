@@ -898,14 +898,16 @@ def project_create(
 
 
 def project_tasks_from_search(
-    *, project: AnnotationProject, round_: Round, k: int = 20, topics=None
+    *, project: AnnotationProject, round_: Round, k: int = 20, topics=None, personas=None
 ) -> int:
-    """Add each topic's top ``k`` BM25 results (title query) for every persona of the project."""
+    """Add each topic's top ``k`` BM25 results (title query) for every persona of the project
+    (or only the given project ``topics`` and ``personas``)."""
+    topics, personas = _chosen(project, topics, personas)
     from ranking.services import collection_ranked_documents
 
     collection = project.collection
     added = 0
-    for topic in topics if topics is not None else project.topics.all():
+    for topic in topics:
         # Ranked documents only: pooling has no use for snippets.
         ranked = collection_ranked_documents(
             collection=collection,
@@ -914,7 +916,7 @@ def project_tasks_from_search(
             k=k,
         )
         docs = [doc for doc, _score in ranked]
-        for persona in project.personas.all():
+        for persona in personas:
             added += project_tasks_add(
                 project=project,
                 round_=round_,
@@ -926,20 +928,36 @@ def project_tasks_from_search(
     return added
 
 
+def _chosen(project: AnnotationProject, topics, personas) -> tuple[list, list]:
+    """The project's topics and personas, or the given ones (which must be the project's)."""
+    all_topics, all_personas = list(project.topics.all()), list(project.personas.all())
+    topics = all_topics if topics is None else list(topics)
+    personas = all_personas if personas is None else list(personas)
+    if not set(topics) <= set(all_topics) or not set(personas) <= set(all_personas):
+        raise ValueError("choose among the project's own topics and personas")
+    return topics, personas
+
+
 def project_tasks_from_reference(
-    *, project: AnnotationProject, round_: Round, only_relevant: bool = False
+    *,
+    project: AnnotationProject,
+    round_: Round,
+    only_relevant: bool = False,
+    topics=None,
+    personas=None,
 ) -> int:
     """Add, for every topic and persona, the documents of the collection's imported qrels
     (any source; ``only_relevant``: grade 1 or 2): to judge again what an earlier study
     judged, and compare (``selectors.agreement_with_reference``)."""
+    topics, personas = _chosen(project, topics, personas)
     added = 0
-    for topic in project.topics.all():
+    for topic in topics:
         refs = ReferenceRelevance.objects.filter(topic=topic)
         if only_relevant:
             refs = refs.filter(grade__gte=1)
         doc_ids = sorted(set(refs.values_list("document_id", flat=True)))
         docs = list(Document.objects.filter(pk__in=doc_ids).order_by("docid"))
-        for persona in project.personas.all():
+        for persona in personas:
             added += project_tasks_add(
                 project=project, round_=round_, topic=topic, persona=persona, documents=docs
             )

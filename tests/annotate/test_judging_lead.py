@@ -1,3 +1,4 @@
+import pytest
 from django.urls import reverse
 
 from annotate import roles
@@ -95,3 +96,49 @@ def test_dashboard_title_is_plain_and_the_round_form_appears_once(client, users,
     title = html.split("<title>", 1)[1].split("</title>", 1)[0]
     assert title.strip() == f"Dashboard · {project.name} · sasc"
     assert html.count("Open the next round") == 1
+
+
+def test_a_round_can_be_limited_to_chosen_topics_and_personas(login, users, make_project, tmp_path):
+    from annotate import services as svc
+    from annotate.models import Document, Persona, Topic
+
+    project, _ann = make_project(n_tasks=0)
+    topic = project.topics.get()
+    other = Topic.objects.create(collection=project.collection, number="2", title="other")
+    project.topics.add(other)
+    second = Persona.objects.create(name="Rowan")
+    project.personas.add(second)
+    docs = list(Document.objects.order_by("docid").values_list("docid", flat=True)[:3])
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("".join(f"{t} 0 {d} 1\n" for t in ("1", "2") for d in docs))
+    assert svc.import_run(collection=project.collection, fmt="qrels-trec", path=qrels).ok
+    client = login(users["lead"])
+    client.post(
+        reverse("round-new", args=[project.slug]),
+        {
+            "kind": "training",
+            "tasks-source": "reference",
+            "tasks-k": 5,
+            "tasks-topics": [topic.pk],
+            "tasks-personas": [second.pk],
+        },
+    )
+    new_round = project.rounds.get(number=2)
+    tasks = Task.objects.filter(round=new_round)
+    assert tasks.count() == 3
+    assert set(tasks.values_list("topic_id", "persona_id")) == {(topic.pk, second.pk)}
+    foreign = Topic.objects.create(collection=project.collection, number="9", title="x")
+    r = client.post(
+        reverse("round-new", args=[project.slug]),
+        {
+            "kind": "training",
+            "tasks-source": "reference",
+            "tasks-k": 5,
+            "tasks-topics": [foreign.pk],
+        },
+        follow=True,
+    )
+    assert "Choose a round kind" in r.content.decode()
+    assert project.rounds.count() == 2
+    with pytest.raises(ValueError, match="project's own topics"):
+        svc.project_tasks_from_reference(project=project, round_=new_round, topics=[foreign])
