@@ -198,6 +198,7 @@ class Job(models.Model):
     class Kind(models.TextChoices):
         IMPORT = "import", "Import"
         INDEX = "index", "Index and features"
+        POOL = "pool", "Pooling"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -525,3 +526,27 @@ class MachineLabel(models.Model):
 
     def __str__(self):
         return f"machine label of topic {self.topic_id} doc {self.document_id}"
+
+
+class PoolEntry(models.Model):
+    """Which pooling system retrieved a document for a topic, at which rank (provenance)."""
+
+    project = models.ForeignKey(
+        AnnotationProject, on_delete=models.CASCADE, related_name="pool_entries"
+    )
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    system = models.CharField(max_length=60, help_text="e.g. bm25+rm3 title+desc")
+    rank = models.PositiveIntegerField(help_text="0-based rank in the system's run")
+    score = models.FloatField()
+
+    class Meta:
+        ordering = ["project_id", "topic_id", "system", "rank"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "topic", "document", "system"], name="pool_entry_once"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.system} rank {self.rank} for topic {self.topic_id}"

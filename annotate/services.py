@@ -328,6 +328,54 @@ def job_index_run(*, job_id: int) -> None:
     _index_execute(job, JobProgress(job))
 
 
+def job_pool_create(*, project: AnnotationProject, round_: Round, depth: int, user=None) -> Job:
+    """Record a pooling job for a project's round and queue it once the transaction commits."""
+    if not 1 <= depth <= 1000:
+        raise ValueError("the pool depth must be between 1 and 1000")
+    if round_.project_id != project.pk:
+        raise ValueError("the round is not the project's")
+    job = Job.objects.create(
+        kind=Job.Kind.POOL,
+        collection=project.collection,
+        created_by=user,
+        params={"project": project.slug, "round": round_.pk, "depth": depth},
+        message=f"Waiting for a worker to pool {project.name} (depth {depth})",
+    )
+    from ranking.tasks import pool_task
+
+    transaction.on_commit(lambda: pool_task.delay(job.pk))
+    return job
+
+
+def job_pool_run(*, job_id: int) -> None:
+    """Run a queued pooling job: twelve systems, provenance, run files, pooled tasks."""
+    from ranking.pooling import project_pool
+
+    job = job_start(job_id=job_id)
+    if job is None:
+        return
+    project = AnnotationProject.objects.get(slug=job.params["project"])
+    round_ = Round.objects.get(pk=job.params["round"], project=project)
+    try:
+        result = project_pool(
+            project=project, round_=round_, depth=job.params["depth"], progress=JobProgress(job)
+        )
+    except Exception as exc:
+        logger.exception("pooling job %s failed", job.pk)
+        job_finish(job=job, ok=False, message=f"Pooling failed: {type(exc).__name__}: {exc}")
+        raise
+    sizes = result["pool_sizes"].values()
+    job_finish(
+        job=job,
+        ok=True,
+        message=(
+            f"Pooled {len(result['systems'])} systems at depth {result['depth']}: "
+            f"{sum(sizes)} documents over {len(sizes)} topics, {result['tasks_added']} new tasks"
+        ),
+        report=result,
+    )
+
+
 def index_recorded(*, collection: Collection, progress=None, force: bool = False) -> dict:
     """Build a collection's index now (command line, demo), recorded as a job."""
     job = Job.objects.create(

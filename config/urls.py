@@ -46,6 +46,7 @@ urlpatterns = [
         name="adjudicate",
     ),
     path("annotate/<slug:slug>/export/", lead.export, name="project-export"),
+    path("annotate/<slug:slug>/pool/", lead.pool_start, name="project-pool"),
     path("annotate/<slug:slug>/charts/<slug:name>.png", lead.chart, name="project-chart"),
     # API
     path("api/collections/", api.CollectionListApi.as_view(), name="api-collection-list"),
