@@ -91,9 +91,7 @@ def project_pool(
         tmp.replace(out_dir / f"{name}.run")
     docids = {d for run in all_runs.values() for hits in run.values() for d, _s in hits[:depth]}
     doc_ids = dict(
-        Document.objects.filter(collection=collection, docid__in=docids).values_list(
-            "docid", "pk"
-        )
+        Document.objects.filter(collection=collection, docid__in=docids).values_list("docid", "pk")
     )
     entries, pools = [], {}
     for topic in topics:
