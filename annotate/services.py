@@ -152,8 +152,10 @@ class JobProgress:
         if now - self.last < 1.0:
             return
         self.last = now
+        self.job.progress_done = done
+        self.job.progress_total = total if total is not None else self.total
         Job.objects.filter(pk=self.job.pk).update(
-            progress_done=done, progress_total=total if total is not None else self.total
+            progress_done=self.job.progress_done, progress_total=self.job.progress_total
         )
 
 

@@ -2,6 +2,7 @@
 the lead reads the kappa and the disagreements, adjudicates one, and the export has it."""
 
 import io
+import time
 import zipfile
 from pathlib import Path
 
@@ -58,7 +59,12 @@ def judge_by_keyboard(browser, url, project, username, answers, events):
             f"(document.querySelector('#current section.task')?.dataset.taskId ?? '') "
             f"!== '{task_id}'",
         )
-    wait_for(page, "document.getElementById('save-status').textContent.includes('Saved')")
+    # The page saves in the background: wait for the server to hold every judgment before
+    # the browser goes away (the save status may still show the previous save).
+    deadline = time.monotonic() + 15
+    while Judgment.objects.filter(annotator__username=username).count() < len(answers):
+        assert time.monotonic() < deadline, f"{username}'s saves did not all arrive"
+        time.sleep(0.05)
     wait_for(page, "!document.getElementById('save-status').textContent.includes('Saving')")
     page.context.close()
 

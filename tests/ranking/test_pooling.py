@@ -82,6 +82,7 @@ def test_lead_starts_pooling_as_a_job(project, login, users, django_capture_on_c
     assert r["Location"] == reverse("job-detail", args=[job.pk])
     assert job.status == Job.Status.SUCCEEDED, job.message
     assert "Pooled 12 systems at depth 3" in job.message
+    assert job.progress_total == 12 * project.topics.count() == job.progress_done
     assert Task.objects.filter(project=project, source="pool").count() == job.report["tasks_added"]
     bad = client.post(url, {"round": project.rounds.get().pk, "depth": "0"}, follow=True)
     assert "depth between 1 and 1000" in bad.content.decode()
