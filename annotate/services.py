@@ -533,6 +533,23 @@ def project_tasks_add(
     return len(new)
 
 
+def project_tasks_add_for_personas(
+    *, project: AnnotationProject, round_: Round, topic: Topic, personas, documents, source
+) -> int:
+    """``project_tasks_add`` for each persona: the same documents for every persona."""
+    return sum(
+        project_tasks_add(
+            project=project,
+            round_=round_,
+            topic=topic,
+            persona=persona,
+            documents=documents,
+            source=source,
+        )
+        for persona in personas
+    )
+
+
 def leases_expire(*, project: AnnotationProject | None = None, now: datetime | None = None) -> int:
     """Return expired leases to the pool; return how many were released."""
     now = now or timezone.now()
@@ -965,16 +982,14 @@ def project_tasks_from_search(
             documents=Document.objects.filter(collection=collection),
             k=k,
         )
-        docs = [doc for doc, _score in ranked]
-        for persona in personas:
-            added += project_tasks_add(
-                project=project,
-                round_=round_,
-                topic=topic,
-                persona=persona,
-                documents=docs,
-                source=Task.Source.POOL,
-            )
+        added += project_tasks_add_for_personas(
+            project=project,
+            round_=round_,
+            topic=topic,
+            personas=personas,
+            documents=[doc for doc, _score in ranked],
+            source=Task.Source.POOL,
+        )
     return added
 
 
@@ -1006,11 +1021,14 @@ def project_tasks_from_reference(
         if only_relevant:
             refs = refs.filter(grade__gte=1)
         doc_ids = sorted(set(refs.values_list("document_id", flat=True)))
-        docs = list(Document.objects.filter(pk__in=doc_ids).order_by("docid"))
-        for persona in personas:
-            added += project_tasks_add(
-                project=project, round_=round_, topic=topic, persona=persona, documents=docs
-            )
+        added += project_tasks_add_for_personas(
+            project=project,
+            round_=round_,
+            topic=topic,
+            personas=personas,
+            documents=list(Document.objects.filter(pk__in=doc_ids).order_by("docid")),
+            source=Task.Source.EXPLICIT,
+        )
     return added
 
 

@@ -25,16 +25,20 @@ def _fill(slots, docs, from_top: bool):
             slots[i] = docs.pop(0)
 
 
-def algorithm_1(rel, sen, k):
-    """The worst ranking, as printed."""
+def _start(rel, sen, k):
+    """Empty slots, the four (relevant?, sensitive?) groups, and a most-relevant-first sort."""
     docs = sorted(rel)
-    slots = [None] * min(k, len(docs))
     group = {
         (r, s): [d for d in docs if (rel[d] > 0) == r and sen[d] == s]
         for r in (False, True)
         for s in (False, True)
     }
-    highest_first = lambda ds: sorted(ds, key=lambda d: -rel[d])  # noqa: E731
+    return [None] * min(k, len(docs)), group, lambda ds: sorted(ds, key=lambda d: -rel[d])
+
+
+def algorithm_1(rel, sen, k):
+    """The worst ranking, as printed."""
+    slots, group, highest_first = _start(rel, sen, k)
     _fill(slots, group[(False, True)], from_top=True)
     # "less relevant documents on top of higher relevant ones", filled from the bottom
     _fill(slots, highest_first(group[(True, True)]), from_top=False)
@@ -45,14 +49,7 @@ def algorithm_1(rel, sen, k):
 
 def algorithm_2(rel, sen, k):
     """The best ranking, as printed."""
-    docs = sorted(rel)
-    slots = [None] * min(k, len(docs))
-    group = {
-        (r, s): [d for d in docs if (rel[d] > 0) == r and sen[d] == s]
-        for r in (False, True)
-        for s in (False, True)
-    }
-    highest_first = lambda ds: sorted(ds, key=lambda d: -rel[d])  # noqa: E731
+    slots, group, highest_first = _start(rel, sen, k)
     _fill(slots, highest_first(group[(True, False)]), from_top=True)
     _fill(slots, group[(False, False)], from_top=False)
     _fill(slots, highest_first(group[(True, True)]), from_top=True)

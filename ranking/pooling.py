@@ -118,16 +118,14 @@ def project_pool(
         PoolEntry.objects.filter(project=project).delete()
         PoolEntry.objects.bulk_create(entries, batch_size=2000)
         for topic in topics:
-            docs = [Document(pk=doc_ids[d], docid=d) for d in pools[topic.pk]]
-            for persona in personas:
-                added += services.project_tasks_add(
-                    project=project,
-                    round_=round_,
-                    topic=topic,
-                    persona=persona,
-                    documents=docs,
-                    source=Task.Source.POOL,
-                )
+            added += services.project_tasks_add_for_personas(
+                project=project,
+                round_=round_,
+                topic=topic,
+                personas=personas,
+                documents=[Document(pk=doc_ids[d], docid=d) for d in pools[topic.pk]],
+                source=Task.Source.POOL,
+            )
     return {
         "systems": [s.name for s in systems],
         "depth": depth,
