@@ -63,3 +63,42 @@ def wait_for(page, expression: str, timeout: float = 10.0) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {expression}")
+
+
+def judge_by_keyboard(page, answers, stored) -> list[int]:
+    """On an open judging page, judge one task per entry of ``answers`` (the keys to press,
+    then Enter) and return the task ids judged.
+
+    The page saves in the background and its save status may still show the previous save,
+    so this waits until ``stored()`` (the judgments the server holds) reaches the count.
+    """
+    seen = []
+    for keys in answers:
+        page.wait_for_selector("#current section.task")
+        task_id = page.evaluate("document.querySelector('#current section.task').dataset.taskId")
+        seen.append(int(task_id))
+        for key in keys:
+            page.keyboard.press(key)
+        page.keyboard.press("Enter")
+        wait_for(
+            page,
+            f"(document.querySelector('#current section.task')?.dataset.taskId ?? '') "
+            f"!== '{task_id}'",
+        )
+    deadline = time.monotonic() + 15
+    while (count := _count(stored)) < len(answers):
+        assert time.monotonic() < deadline, f"{count} of {len(answers)} saves arrived"
+        time.sleep(0.05)
+    wait_for(page, "!document.getElementById('save-status').textContent.includes('Saving')")
+    return seen
+
+
+def _count(stored) -> int:
+    from django.db import OperationalError
+
+    try:
+        return stored()
+    except OperationalError:
+        # The test database is SQLite in memory, where a read that meets the server's write
+        # fails at once ("table is locked") instead of waiting: ask again.
+        return -1

@@ -2,7 +2,6 @@
 the lead reads the kappa and the disagreements, adjudicates one, and the export has it."""
 
 import io
-import time
 import zipfile
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from annotate import roles, services
 from annotate.models import Document, Judgment, Persona, Round, Task, Topic
-from tests.browserkit import login, needs_chromium, wait_for, watch
+from tests.browserkit import judge_by_keyboard, login, needs_chromium, watch
 from tests.conftest import SAMPLE
 
 pytestmark = needs_chromium
@@ -42,30 +41,17 @@ def round_project(collection, make_user):
     return project, people
 
 
-def judge_by_keyboard(browser, url, project, username, answers, events):
+def judge_as(browser, url, project, username, answers, events):
     """Log in and judge one task per entry of ``answers`` (key strings), keyboard only."""
     page = browser.new_context().new_page()
     watch(page, url, events)
     login(page, url, username, "pw-browser")
     page.goto(f"{url}/annotate/{project.slug}/judge/")
-    for keys in answers:
-        page.wait_for_selector("#current section.task")
-        task_id = page.evaluate("document.querySelector('#current section.task').dataset.taskId")
-        for key in keys:
-            page.keyboard.press(key)
-        page.keyboard.press("Enter")
-        wait_for(
-            page,
-            f"(document.querySelector('#current section.task')?.dataset.taskId ?? '') "
-            f"!== '{task_id}'",
-        )
-    # The page saves in the background: wait for the server to hold every judgment before
-    # the browser goes away (the save status may still show the previous save).
-    deadline = time.monotonic() + 15
-    while Judgment.objects.filter(annotator__username=username).count() < len(answers):
-        assert time.monotonic() < deadline, f"{username}'s saves did not all arrive"
-        time.sleep(0.05)
-    wait_for(page, "!document.getElementById('save-status').textContent.includes('Saving')")
+    judge_by_keyboard(
+        page,
+        answers,
+        stored=lambda: Judgment.objects.filter(annotator__username=username).count(),
+    )
     page.context.close()
 
 
@@ -75,8 +61,8 @@ def test_training_round_agreement_adjudication_and_export(browser, live_server, 
     events = []
     alice = [("2", "n", "n"), ("1", "n", "n"), ("0", "n", "n"), ("2", "y", "n")]
     bob = [("2", "n", "n"), ("0", "n", "n"), ("0", "n", "n"), ("2", "y", "n")]
-    judge_by_keyboard(browser, url, project, "alice", alice, events)
-    judge_by_keyboard(browser, url, project, "bob", bob, events)
+    judge_as(browser, url, project, "alice", alice, events)
+    judge_as(browser, url, project, "bob", bob, events)
     assert Judgment.objects.count() == 8
 
     # Tasks are served in the same order to both: the second one is the disagreement.

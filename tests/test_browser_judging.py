@@ -5,7 +5,7 @@ import pytest
 
 from annotate import roles, services
 from annotate.models import Document, Judgment, Persona, Topic
-from tests.browserkit import login, needs_chromium, wait_for, watch
+from tests.browserkit import judge_by_keyboard, login, needs_chromium, wait_for, watch
 from tests.conftest import FIXTURES, SAMPLE
 
 pytestmark = needs_chromium
@@ -71,20 +71,10 @@ def test_annotator_judges_by_keyboard_keeps_progress_edits_and_sees_only_own_wor
     assert page.locator("#current article.email script, #current article.email svg").count() == 0
 
     answers = [("2", "y", "n"), ("1", "n", "n"), ("0", "d", "y")]
-    seen = []
-    for keys in answers:
-        task_id = page.evaluate("document.querySelector('#current section.task').dataset.taskId")
-        seen.append(int(task_id))
-        for key in keys:
-            page.keyboard.press(key)
-        page.keyboard.press("Enter")
-        wait_for(
-            page,
-            f"(document.querySelector('#current section.task')?.dataset.taskId ?? '{task_id}')"
-            f" !== '{task_id}'",
-        )
-    wait_for(page, "document.getElementById('save-status').textContent.includes('Saved')")
-    wait_for(page, "!document.getElementById('save-status').textContent.includes('Saving')")
+    seen = judge_by_keyboard(
+        page, answers, stored=lambda: Judgment.objects.filter(annotator=alice).count()
+    )
+    assert "Saved" in page.inner_text("#save-status")
 
     stored = {j.task_id: j for j in Judgment.objects.filter(annotator=alice)}
     assert sorted(stored) == sorted(seen)
