@@ -406,7 +406,8 @@ class ProjectExportApi(APIView):
                 status=status.HTTP_400_BAD_REQUEST,
             )
         if name == "export.zip":
-            return lead.export_zip(project, machine_labels=machine == "include")
+            content = exports.export_zip(project, machine_labels=machine == "include")
+            return lead.zip_response(project, content)
         files = exports.export_files(
             project, pictures=name.endswith(".png"), machine_labels=machine == "include"
         )

@@ -18,6 +18,7 @@ import csv
 import io
 import json
 import re
+import zipfile
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -296,3 +297,16 @@ def export_files(
     if pictures:
         files.update(charts.all_charts(labels, rounds))
     return files
+
+
+def export_zip(project: AnnotationProject, machine_labels: bool = False) -> bytes:
+    """Every export file in one zip, ``<project>/<file>``, from one snapshot; fixed
+    timestamps, so the same data gives the same bytes."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in export_files(project, machine_labels=machine_labels).items():
+            info = zipfile.ZipInfo(f"{project.slug}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            data = content if isinstance(content, bytes) else content.encode("utf-8")
+            archive.writestr(info, data)
+    return buffer.getvalue()

@@ -1,9 +1,6 @@
 """The lead's agreement pages: kappa per round, topic and persona, disagreements to discuss
 and adjudicate, and the exports (DOMAIN.md section 5)."""
 
-import io
-import zipfile
-
 from django.contrib import messages
 from django.db import transaction
 from django.http import Http404, HttpResponse
@@ -77,24 +74,17 @@ def adjudicate(request, slug, task_id):
     return redirect(back)
 
 
-def export_zip(project: AnnotationProject, machine_labels: bool = False) -> HttpResponse:
-    """Every export file in one zip (one snapshot); fixed timestamps: same data, same bytes."""
-    files = exports.export_files(project, machine_labels=machine_labels)
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in files.items():
-            info = zipfile.ZipInfo(f"{project.slug}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, text if isinstance(text, bytes) else text.encode("utf-8"))
-    response = HttpResponse(buffer.getvalue(), content_type="application/zip")
-    response["Content-Disposition"] = f'attachment; filename="{project.slug}-export.zip"'
-    return response
-
-
 @lead_required
 def export(request, slug):
     project = get_object_or_404(AnnotationProject, slug=slug)
-    return export_zip(project, machine_labels=request.GET.get("machine_labels") == "include")
+    machine_labels = request.GET.get("machine_labels") == "include"
+    return zip_response(project, exports.export_zip(project, machine_labels=machine_labels))
+
+
+def zip_response(project: AnnotationProject, content: bytes) -> HttpResponse:
+    response = HttpResponse(content, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-export.zip"'
+    return response
 
 
 CHARTS = {
