@@ -77,7 +77,7 @@ class FinalLabels:
     sensitivity: dict  # (persona, topic, docid) -> (0|1|None, rule)
 
 
-def _relevance_label(grades: list[int], rule: str) -> tuple[int, str]:
+def relevance_label(grades: list[int], rule: str) -> tuple[int, str]:
     if len(grades) == 1:
         return grades[0], "single"
     if len(set(grades)) == 1:
@@ -125,7 +125,7 @@ def final_labels(project: AnnotationProject) -> FinalLabels:
         adjudications[(adj.topic.number, adj.persona.name, adj.document.docid)] = adj
     relevance = {}
     for (topic, docid), grades in by_topic_doc.items():
-        relevance[(topic, docid)] = _relevance_label(grades, project.relevance_rule)
+        relevance[(topic, docid)] = relevance_label(grades, project.relevance_rule)
     latest: dict[tuple, Adjudication] = {}
     for (topic, _persona, docid), adj in adjudications.items():
         if adj.relevance is not None:

@@ -607,6 +607,11 @@ def task_claim(
     assignment = _claim_free_task(user, project)
     if assignment is None and leases_expire(project=project):
         assignment = _claim_free_task(user, project)  # expired leases just came back
+    if assignment is None:
+        from ranking.learning import queue_top_up
+
+        if queue_top_up(project=project):  # a retrain is late: the previous model's picks
+            assignment = _claim_free_task(user, project)
     return assignment
 
 
@@ -739,7 +744,7 @@ def judgment_submit(
             row = cursor.fetchone()
             if row is None:
                 raise TaskNotFound("No such task among yours.")
-            status, expires_at, round_id = row
+            status, expires_at, round_id, source, project_id, topic_id = row
             # Looked up after taking the lock, in a statement of its own (so with a fresh
             # snapshot): a concurrent duplicate sees the first one's commit.
             cursor.execute(_SUBMIT_REPLAY_SQL, params)
@@ -767,6 +772,10 @@ def judgment_submit(
             (judgment_id,) = cursor.fetchone()
             cursor.execute(_SUBMIT_LEASE_SQL, params)
             cursor.execute(_SUBMIT_COUNT_SQL, params)
+            if source in (Task.Source.ACTIVE, Task.Source.SEED):
+                from ranking.learning import learning_judged
+
+                learning_judged(project_id=project_id, topic_id=topic_id)
     except IntegrityError:
         # Only reachable if the lock was bypassed (a database without row locks): the
         # constraints still hold, and the duplicate gets the stored answer.
@@ -807,7 +816,7 @@ def _db_datetime(value) -> datetime:
 # the judging page, and the ORM spent longer composing these statements than the database
 # spent running them.
 _SUBMIT_LOCK_SQL = """
-    SELECT a.status, a.expires_at, t.round_id
+    SELECT a.status, a.expires_at, t.round_id, t.source, t.project_id, t.topic_id
       FROM annotate_assignment a JOIN annotate_task t ON t.id = a.task_id
      WHERE a.task_id = %(task)s AND a.annotator_id = %(user)s
      {lock}

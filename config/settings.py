@@ -138,6 +138,9 @@ SASC_UPLOAD_DIR = env_path("SASC_UPLOAD_DIR", VAR_DIR / "uploads")
 SASC_MAX_IMPORT_FILE_BYTES = env_int("SASC_MAX_IMPORT_FILE_BYTES", 50 * 1024 * 1024, minimum=1)
 # Refuse any single email larger than this inside an mbox/zip/jsonl (bytes).
 SASC_MAX_MESSAGE_BYTES = env_int("SASC_MAX_MESSAGE_BYTES", 25 * 1024 * 1024, minimum=1)
+# Fault injection for the reliability tests (T4): a retrain waits this long between training
+# and recording its version, so a test can kill the worker mid-retrain. 0 in production.
+SASC_FAULT_LEARNING_DELAY_MS = env_int("SASC_FAULT_LEARNING_DELAY_MS", 0, minimum=0)
 # Domains whose addresses count as internal to the donor's organisation (DOMAIN.md §6).
 SASC_INTERNAL_DOMAINS = env_list("SASC_INTERNAL_DOMAINS", [])
 

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 STRATEGIES = ("cal", "sal", "spl")
+# Inverse regularisation of the classifiers. Row-normalised TF-IDF with a few dozen judged
+# rows needs little regularisation; at scikit-learn's C=1 every probability sits near the
+# judged sample's prior. Chosen on CACM (docs/active-learning.md), checked on Cranfield.
+DEFAULT_C = 30.0
 
 
 class NotTrainable(ValueError):
@@ -45,7 +49,7 @@ def collapse(grades) -> np.ndarray:
     return (np.asarray(grades) >= 1).astype(int)
 
 
-def train(matrix, rows, labels, *, seed: int = 0, c: float = 1.0) -> Model:
+def train(matrix, rows, labels, *, seed: int = 0, c: float = DEFAULT_C) -> Model:
     """Fit logistic regression on ``matrix[rows]`` with binary ``labels``."""
     from sklearn.linear_model import LogisticRegression
 
@@ -65,6 +69,36 @@ def train(matrix, rows, labels, *, seed: int = 0, c: float = 1.0) -> Model:
     return Model(estimator, rows, positives, negatives)
 
 
+def _unjudged(candidates, judged) -> np.ndarray:
+    """The sorted unique candidate rows that are not judged (numpy throughout: at 500,000
+    candidates a Python loop here would cost more than the classifier)."""
+    if isinstance(candidates, range) and candidates.step == 1:
+        pool = np.arange(candidates.start, candidates.stop, dtype=np.int64)
+    else:
+        pool = np.unique(
+            np.asarray(
+                list(candidates) if isinstance(candidates, set) else candidates, dtype=np.int64
+            )
+        )
+    judged = np.asarray(list(judged) if isinstance(judged, set) else judged, dtype=np.int64)
+    if len(judged) and len(pool):
+        pool = pool[~np.isin(pool, judged)]
+    return pool
+
+
+def _smallest(pool: np.ndarray, key: np.ndarray, size: int, *, tiebreak=None) -> list[int]:
+    """The ``size`` rows of ``pool`` with the smallest ``key`` (ties: ``tiebreak`` ascending,
+    then row number), without sorting the whole pool."""
+    k = min(size, len(pool))
+    if k < len(pool):
+        threshold = np.partition(key, k - 1)[k - 1]
+        keep = np.flatnonzero(key <= threshold)  # every row tied at the threshold too
+        pool, key = pool[keep], key[keep]
+        tiebreak = None if tiebreak is None else tiebreak[keep]
+    order = np.lexsort((pool, key) if tiebreak is None else (pool, tiebreak, key))
+    return pool[order[:k]].tolist()
+
+
 def select(
     strategy: str,
     probabilities: np.ndarray,
@@ -81,17 +115,14 @@ def select(
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
-    judged = set(int(r) for r in judged)
-    pool = np.array(sorted(int(r) for r in candidates if int(r) not in judged), dtype=np.int64)
+    pool = _unjudged(candidates, judged)
     if size <= 0 or len(pool) == 0:
         return []
     if strategy == "spl":
         rng = np.random.default_rng(seed)
         return sorted(rng.choice(pool, size=min(size, len(pool)), replace=False).tolist())
     p = np.asarray(probabilities)[pool]
-    key = -p if strategy == "cal" else np.abs(p - 0.5)
-    order = np.lexsort((pool, key))  # by key, then row number
-    return pool[order[:size]].tolist()
+    return _smallest(pool, -p if strategy == "cal" else np.abs(p - 0.5), size)
 
 
 def select_sensitivity_uncertain(
@@ -105,17 +136,81 @@ def select_sensitivity_uncertain(
 ) -> list[int]:
     """Among unjudged candidates with P(relevant) >= ``relevant_at``, those whose
     P(sensitive) is closest to 0.5 (ties: more likely relevant first, then row number)."""
-    judged = set(int(r) for r in judged)
-    pool = np.array(
-        sorted(
-            int(r) for r in candidates if int(r) not in judged and p_relevant[int(r)] >= relevant_at
-        ),
-        dtype=np.int64,
-    )
+    pool = _unjudged(candidates, judged)
+    pool = pool[np.asarray(p_relevant)[pool] >= relevant_at]
     if size <= 0 or len(pool) == 0:
         return []
-    order = np.lexsort((pool, -np.asarray(p_relevant)[pool], np.abs(p_sensitive[pool] - 0.5)))
-    return pool[order[:size]].tolist()
+    key = np.abs(np.asarray(p_sensitive)[pool] - 0.5)
+    return _smallest(pool, key, size, tiebreak=-np.asarray(p_relevant)[pool])
+
+
+@dataclass
+class Iteration:
+    """One active-learning iteration: the model (None when the labels hold one class), the
+    P(relevant) of every row (None without a model), the next batch, and why it was chosen
+    the way it was."""
+
+    model: Model | None
+    probabilities: np.ndarray | None
+    batch: list[int]
+    strategy: str
+    note: str = ""
+
+
+def iterate(
+    matrix,
+    rows,
+    labels,
+    candidates,
+    strategy: str,
+    size: int,
+    *,
+    seed: int = 0,
+    c: float = DEFAULT_C,
+    exclude=(),
+) -> Iteration:
+    """Retrain on the judged ``rows`` (with the presumed non-relevant sample: the model that
+    picks the batch is the one that gives machine labels), rescore every row, pick the batch.
+
+    ``exclude``: rows already waiting in the queue (not judged yet, not to be picked again).
+    When the labels hold a single class the batch is drawn at random (``spl``), as in
+    Rahman et al. before the first relevant document is found.
+    """
+    taken = np.concatenate([np.asarray(rows, dtype=np.int64), np.asarray(exclude, dtype=np.int64)])
+    try:
+        model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c)
+    except NotTrainable as exc:
+        batch = select("spl", None, candidates, taken, size, seed=seed)
+        return Iteration(None, None, batch, "spl", f"drawn at random: {exc}")
+    p = model.probabilities(matrix)
+    return Iteration(model, p, select(strategy, p, candidates, taken, size, seed=seed), strategy)
+
+
+def presumed_nonrelevant(candidates, judged, *, seed: int = 0) -> list[int]:
+    """A random 10% (at most 100) of the unjudged candidates, to be added to the labeller's
+    training set as non-relevant: the "presumed non-relevant" documents of Cormack and
+    Grossman's AutoTAR. Relevant documents are rare, so the presumption is mostly right, and
+    it teaches the model what the unjudged remainder looks like; without it the model learns
+    the prior of the judged sample (balanced seeds, CAL's likely-relevant picks) and labels
+    far too many of the rest relevant."""
+    pool = _unjudged(candidates, judged)
+    size = min(100, len(pool) // 10)
+    if size == 0:
+        return []
+    return sorted(np.random.default_rng(seed).choice(pool, size=size, replace=False).tolist())
+
+
+def train_labeller(matrix, rows, labels, candidates, *, seed: int = 0, c: float = DEFAULT_C):
+    """The model that gives machine labels: ``train`` on the judged rows plus the presumed
+    non-relevant sample of the unjudged candidates."""
+    extra = presumed_nonrelevant(candidates, rows, seed=seed)
+    return train(
+        matrix,
+        [*np.asarray(rows).tolist(), *extra],
+        [*np.asarray(labels).tolist(), *[0] * len(extra)],
+        seed=seed,
+        c=c,
+    )
 
 
 def hybrid_labels(probabilities: np.ndarray, candidates, judged) -> dict[int, tuple[int, float]]:
@@ -126,3 +221,85 @@ def hybrid_labels(probabilities: np.ndarray, candidates, judged) -> dict[int, tu
         for r in candidates
         if int(r) not in judged
     }
+
+
+@dataclass(frozen=True)
+class StoppingSignal:
+    """The knee method's verdict on a gain curve (relevant found against judged)."""
+
+    stop: bool
+    judged: int
+    relevant: int
+    knee: int | None  # judgments at the knee
+    slope_ratio: float | None
+    needed_ratio: float
+    min_effort: int
+    rule: str
+
+
+KNEE_RULE = (
+    "knee method (Cormack and Grossman 2016): with s judged and rel(s) relevant found, the "
+    "knee i maximises the distance of (i, rel(i)) from the line through (0, 0) and (s, rel(s)); "
+    "stop once the slope ratio (rel(i)/i) / ((rel(s) - rel(i) + 1)/(s - i)) reaches "
+    "156 - min(rel(s), 150) and at least min(150, half the candidates) are judged"
+)
+
+
+def knee_stop(gains, *, candidates: int) -> StoppingSignal:
+    """Apply the knee stopping rule to ``gains`` (1 relevant / 0 not, in judging order).
+
+    The published rule asks for 150 judgments at least; on pools smaller than 300 documents
+    sasc asks for half the candidates instead (stated in ``KNEE_RULE``).
+    """
+    g = np.asarray(gains, dtype=float)
+    s = len(g)
+    found = np.concatenate([[0.0], np.cumsum(g)])  # found[i] = relevant among the first i
+    rel_s = int(found[-1]) if s else 0
+    needed = 156.0 - min(rel_s, 150)
+    min_effort = int(min(150, candidates // 2))
+    if s < 2 or rel_s == 0:
+        return StoppingSignal(False, s, rel_s, None, None, needed, min_effort, KNEE_RULE)
+    i = np.arange(1, s)  # a knee strictly inside the curve
+    # Distance from the line y = (rel_s / s) x, up to a constant factor.
+    distance = np.abs(rel_s * i - s * found[1:s]) / np.hypot(rel_s, s)
+    knee = int(i[np.argmax(distance)])
+    ratio = (found[knee] / knee) / ((rel_s - found[knee] + 1) / (s - knee))
+    stop = bool(ratio >= needed and s >= min_effort)
+    return StoppingSignal(stop, s, rel_s, knee, float(ratio), needed, min_effort, KNEE_RULE)
+
+
+def estimated_prevalence(probabilities, candidates, judged_labels: dict[int, int]) -> float:
+    """Relevant share of the candidates: the judged ones as judged, the others by the sum of
+    their P(relevant) (the classifier's expected count)."""
+    pool = _unjudged(candidates, list(judged_labels))
+    total = len(pool) + len(judged_labels)
+    if total == 0:
+        return float("nan")
+    expected = float(np.asarray(probabilities)[pool].sum()) if probabilities is not None else 0.0
+    return (sum(judged_labels.values()) + expected) / total
+
+
+def prior_adjusted(probabilities, train_prevalence: float, *, iterations: int = 100):
+    """Posteriors moved from the training sample's prior to the unlabelled rows' own prior,
+    estimated by EM (Saerens, Latinne and Decaestecker 2002); return them and that prior.
+
+    The judged sample is not a random one (seeds are balanced, CAL judges the likely
+    relevant), so P(relevant) >= 0.5 over the unjudged rows overstates how many are
+    relevant; this is what makes machine labels worth adding to the human ones.
+    """
+    p = np.clip(np.asarray(probabilities, dtype=float), 1e-9, 1 - 1e-9)
+    if len(p) == 0:
+        return p, float("nan")
+    t = min(max(train_prevalence, 1e-6), 1 - 1e-6)
+    prior = t
+    for _ in range(iterations):
+        ratio = prior / t
+        adjusted = ratio * p / (ratio * p + (1 - prior) / (1 - t) * (1 - p))
+        new = float(adjusted.mean())
+        if abs(new - prior) < 1e-6:
+            prior = new
+            break
+        prior = new
+    ratio = prior / t
+    adjusted = ratio * p / (ratio * p + (1 - prior) / (1 - t) * (1 - p))
+    return adjusted, prior

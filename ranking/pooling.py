@@ -45,6 +45,23 @@ def run_dir(project: AnnotationProject) -> Path:
     return Path(settings.SASC_INDEX_DIR) / "runs" / project.slug
 
 
+def system_runs(*, index: Path, topics, k: int, systems=SYSTEMS, progress=None) -> dict:
+    """Run every system for every topic: ``{system name: {topic number: [(docid, score)]}}``."""
+    total = len(topics) * len(systems)
+    all_runs: dict[str, dict] = {s.name: {} for s in systems}
+    done = 0
+    for topic in topics:
+        for system in systems:
+            hits = lucene.search(
+                index, FIELDS[system.field](topic), k=k, model=system.model, rm3=system.rm3
+            )
+            all_runs[system.name][topic.number] = [(h.docid, h.score) for h in hits]
+            done += 1
+            if progress:
+                progress(done, total)
+    return all_runs
+
+
 def project_pool(
     *,
     project: AnnotationProject,
@@ -62,28 +79,15 @@ def project_pool(
     """
     collection = project.collection
     if collection.indexed_version is None:
-        raise IndexNotReady("the collection has no index yet; build it first")
+        raise IndexNotReady(collection)
     index = index_paths(collection=collection).lucene
     topics = list(project.topics.order_by("number"))
     personas = list(project.personas.all())
-    total = len(topics) * len(systems)
     out_dir = run_dir(project)
     out_dir.mkdir(parents=True, exist_ok=True)
-    all_runs: dict[str, dict] = {s.name: {} for s in systems}
-    done = 0
-    for topic in topics:
-        for system in systems:
-            hits = lucene.search(
-                index,
-                FIELDS[system.field](topic),
-                k=max(depth, run_depth),
-                model=system.model,
-                rm3=system.rm3,
-            )
-            all_runs[system.name][topic.number] = [(h.docid, h.score) for h in hits]
-            done += 1
-            if progress:
-                progress(done, total)
+    all_runs = system_runs(
+        index=index, topics=topics, k=max(depth, run_depth), systems=systems, progress=progress
+    )
     for name, run in all_runs.items():
         tmp = out_dir / f".{name}.run.tmp"
         with tmp.open("w") as fh:

@@ -1,6 +1,9 @@
 """Celery entry points of the ranking app: take ids, call a service."""
 
+import logging
+
 from celery import shared_task
+from celery.signals import worker_ready
 
 from annotate import services
 
@@ -16,3 +19,24 @@ def pool_task(job_id: int) -> None:
     """Pool a project's topics with twelve systems (idempotent: a finished job is not rerun,
     and rerunning the pool adds no task twice)."""
     services.job_pool_run(job_id=job_id)
+
+
+@shared_task(acks_late=True)
+def learning_step_task(plan_id: int) -> None:
+    """Bring an active-learning plan up to date: seed, retrain when due, top the queue up
+    (idempotent: one model version per set of judgments, the queue filled once)."""
+    from ranking.learning import learning_step
+
+    learning_step(plan_id=plan_id)
+
+
+@worker_ready.connect
+def _recover_learning(sender=None, **kwargs) -> None:
+    """A worker starting re-asks every unfinished plan: a step lost with a killed worker
+    or an unreachable broker is run again (and finds nothing to do if it was not lost)."""
+    from ranking.learning import learning_sweep
+
+    try:
+        learning_sweep()
+    except Exception:  # a worker must start even if the database is not up yet
+        logging.getLogger(__name__).exception("could not nudge the active-learning plans")

@@ -6,21 +6,18 @@ separate worker process in the same way.
 """
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from annotate import services
 from annotate.models import Collection, Job
 from ranking import lucene
 from ranking.services import index_paths
 from tests.conftest import SAMPLE
+from tests.workerkit import Worker
 
 pytestmark = [
     pytest.mark.integration,
@@ -33,57 +30,12 @@ pytestmark = [
 ROOT = Path(__file__).parents[1]
 
 
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
 @pytest.fixture
-def worker(transactional_db, settings, tmp_path):
+def worker(worker_env, tmp_path):
     """Start a real Celery worker on the test database; stop it after the test."""
-    import redis
-
-    redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
-    shared = tmp_path / "shared"
-    settings.SASC_INDEX_DIR = shared / "indexes"
-    settings.SASC_UPLOAD_DIR = shared / "uploads"
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "CELERY_BROKER_URL": os.environ["REDIS_URL"],
-        "SASC_INDEX_DIR": str(settings.SASC_INDEX_DIR),
-        "SASC_UPLOAD_DIR": str(settings.SASC_UPLOAD_DIR),
-    }
-    with open(tmp_path / "worker.log", "w") as log:
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "celery"),
-                "-A",
-                "config",
-                "worker",
-                "-Q",
-                "default,ranking",
-                "--concurrency",
-                "1",
-                "--loglevel",
-                "INFO",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the pool child goes with it
-        )
-        yield proc
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    if proc.returncode not in (0, -15):
-        print((tmp_path / "worker.log").read_text()[-5000:])
+    w = Worker(tmp_path / "worker.log", worker_env).start()
+    yield w.proc
+    w.stop()
 
 
 def _wait(job: Job, timeout: float) -> Job:

@@ -8,13 +8,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.models import Collection, ReferenceRelevance
 from ranking import lucene, runs
+from ranking.pooling import FIELDS
 from ranking.services import index_paths
-
-FIELDS = {
-    "title": lambda t: t.title,
-    "title+desc": lambda t: f"{t.title} {t.description}",
-    "title+desc+narr": lambda t: f"{t.title} {t.description} {t.narrative}",
-}
 
 
 class Command(BaseCommand):

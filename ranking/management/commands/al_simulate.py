@@ -1,0 +1,196 @@
+"""Simulate active learning on a collection with reference qrels (finite-pool evaluation)."""
+
+import json
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.models import Collection, ReferenceRelevance
+from annotate.parsing import Issue
+from annotate.parsing.trec import QREL_FORMATS, iter_qrels
+from ranking import active, pooling, simulate
+from ranking.services import collection_features, index_paths
+
+MEASURES = {"f1": "F1 of the labels", "recall": "recall of the labels", "tau": "Kendall tau (MAP)"}
+
+
+class Command(BaseCommand):
+    help = (
+        "Simulate CAL, SAL and SPL with IS or RDS seeds, annotators answering from the "
+        "reference qrels; write the curves (JSON and one PNG per measure) to --out."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--collection", required=True, help="slug of an indexed collection")
+        parser.add_argument(
+            "--qrels", type=Path, help="reference qrels file (default: the imported qrels)"
+        )
+        parser.add_argument("--qrels-format", choices=QREL_FORMATS, default="trec")
+        parser.add_argument(
+            "--strategy", action="append", choices=active.STRATEGIES, help="repeatable"
+        )
+        parser.add_argument(
+            "--seed-mode", action="append", choices=["is", "rds"], help="repeatable"
+        )
+        parser.add_argument("--batch-pct", type=float, default=10.0)
+        parser.add_argument("--candidates", choices=["pool", "collection"], default="pool")
+        parser.add_argument("--depth", type=int, default=25, help="pool depth per system")
+        parser.add_argument(
+            "--rds-system",
+            default="bm25.title",
+            choices=[s.name for s in pooling.SYSTEMS],
+            help="the ranking RDS walks down",
+        )
+        parser.add_argument("--rds-max", type=int, default=25)
+        parser.add_argument("--topics", type=int, help="only the first N topics (quick runs)")
+        parser.add_argument("--out", type=Path, default=Path("var/al_simulate"))
+        parser.add_argument("--random-seed", type=int, default=0)
+        parser.add_argument(
+            "--c", type=float, default=1.0, help="inverse regularisation strength of the classifier"
+        )
+
+    def handle(self, *args, **opts):
+        collection = Collection.objects.filter(slug=opts["collection"]).first()
+        if collection is None:
+            raise CommandError(f"no collection {opts['collection']!r}")
+        if collection.indexed_version is None:
+            raise CommandError(
+                f"collection {collection.slug!r} has no index; run build_index {collection.slug}"
+            )
+        if not 0 < opts["batch_pct"] <= 100:
+            raise CommandError("--batch-pct must be above 0 and at most 100")
+        if not 1 <= opts["depth"] <= 1000:
+            raise CommandError("--depth must be between 1 and 1000")
+        started = time.perf_counter()
+        features = collection_features(collection=collection)
+        row_of = {d: i for i, d in enumerate(features.docids)}
+        grades = self._qrels(collection, opts)
+        topics = [t for t in collection.topics.all() if t.number in grades]  # natural order below
+        topics.sort(
+            key=lambda t: (0, int(t.number), "") if t.number.isdigit() else (1, 0, t.number)
+        )
+        if opts["topics"]:
+            topics = topics[: opts["topics"]]
+        if not topics:
+            raise CommandError("no topic of the collection has reference qrels")
+        self.stderr.write(f"running {len(pooling.SYSTEMS)} systems over {len(topics)} topics")
+        runs = pooling.system_runs(
+            index=index_paths(collection=collection).lucene, topics=topics, k=1000
+        )
+        run_rows = {
+            name: {t: [row_of[d] for d, _s in hits if d in row_of] for t, hits in run.items()}
+            for name, run in runs.items()
+        }
+        data = []
+        for topic in topics:
+            if opts["candidates"] == "collection":
+                pool = list(range(len(features.docids)))
+            else:
+                pool = sorted(
+                    {
+                        r
+                        for run in run_rows.values()
+                        for r in run.get(topic.number, [])[: opts["depth"]]
+                    }
+                )
+            data.append(
+                simulate.TopicData(
+                    number=topic.number,
+                    pool=simulate.np.asarray(pool, dtype=simulate.np.int64),
+                    grades={row_of[d]: g for d, g in grades[topic.number].items() if d in row_of},
+                    ranking=run_rows[opts["rds_system"]].get(topic.number, []),
+                )
+            )
+        results = []
+        for seed_mode in opts["seed_mode"] or ["is", "rds"]:
+            for strategy in opts["strategy"] or list(active.STRATEGIES):
+                t0 = time.perf_counter()
+                result = simulate.simulate(
+                    features.matrix,
+                    data,
+                    simulate.Settings(
+                        strategy=strategy,
+                        seed_mode=seed_mode,
+                        batch_pct=opts["batch_pct"],
+                        random_seed=opts["random_seed"],
+                        rds_max=opts["rds_max"],
+                        c=opts["c"],
+                    ),
+                    runs=run_rows,
+                )
+                result["seconds"] = round(time.perf_counter() - t0, 1)
+                results.append(result)
+                a = result["auc"]
+                self.stdout.write(
+                    f"{seed_mode:<4} {strategy:<4} topics {result['topics']:>3}  "
+                    f"AUC F1 hybrid {a['f1_hybrid']:.3f} human {a['f1_human']:.3f}  "
+                    f"tau hybrid {a['tau_hybrid']:.3f} human {a['tau_human']:.3f}  "
+                    f"F1>=0.9 at {result['f1_0.9_at']['hybrid']}%  ({result['seconds']} s)"
+                )
+        out = opts["out"]
+        out.mkdir(parents=True, exist_ok=True)
+        report = {
+            "collection": collection.slug,
+            "qrels": str(opts["qrels"]) if opts["qrels"] else "imported reference qrels",
+            "candidates": opts["candidates"],
+            "depth": opts["depth"],
+            "systems": [s.name for s in pooling.SYSTEMS],
+            "rds_system": opts["rds_system"],
+            "results": results,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        (out / "al_simulate.json").write_text(json.dumps(report, indent=1, allow_nan=True))
+        for measure, label in MEASURES.items():
+            self._plot(results, measure, label, out / f"{collection.slug}-{measure}.png")
+        self.stdout.write(f"wrote {out / 'al_simulate.json'} and 3 plots")
+
+    def _qrels(self, collection, opts) -> dict[str, dict[str, int]]:
+        grades: dict[str, dict[str, int]] = {}
+        if opts["qrels"]:
+            try:
+                data = opts["qrels"].read_bytes()
+            except OSError as exc:
+                raise CommandError(f"cannot read {opts['qrels']}: {exc.strerror}") from None
+            problems = []
+            for item in iter_qrels(data, opts["qrels"].name, fmt=opts["qrels_format"]):
+                if isinstance(item, Issue):
+                    problems.append(str(item))
+                else:
+                    grades.setdefault(item.topic, {})[item.docid] = item.grade
+            if problems:
+                raise CommandError("the qrels file is malformed:\n" + "\n".join(problems[:20]))
+        else:
+            for number, docid, grade in ReferenceRelevance.objects.filter(
+                topic__collection=collection
+            ).values_list("topic__number", "document__docid", "grade"):
+                grades.setdefault(number, {})[docid] = grade
+        if not grades:
+            raise CommandError(f"no reference qrels for {collection.slug!r}; pass --qrels")
+        return grades
+
+    def _plot(self, results, measure: str, label: str, path: Path) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+        for ax, kind in zip(axes, ("hybrid", "human"), strict=True):
+            for r in results:
+                ax.plot(
+                    r["points"],
+                    r["curves"][f"{measure}_{kind}"],
+                    marker="o",
+                    markersize=3,
+                    linestyle="-" if r["seed_mode"] == "is" else "--",
+                    label=f"{r['strategy'].upper()} ({r['seed_mode'].upper()})",
+                )
+            ax.set_title(f"{kind} labels")
+            ax.set_xlabel("% of the pool judged")
+            ax.grid(alpha=0.3)
+        axes[0].set_ylabel(label)
+        axes[1].legend(loc="lower right", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)

@@ -1,0 +1,88 @@
+"""A generated collection for the active-learning tests, and an annotator answering from
+its truth."""
+
+import random
+
+from annotate import services
+from annotate.models import Collection, Task
+from ranking.services import index_build
+
+TOPIC_WORDS = ["turbine", "blade", "cooling", "film", "holes"]
+OTHER = [
+    "compiler",
+    "parser",
+    "grammar",
+    "syntax",
+    "memory",
+    "cache",
+    "sorting",
+    "records",
+    "tape",
+    "storage",
+    "query",
+    "index",
+    "matrix",
+    "inversion",
+    "eigenvalue",
+    "orbit",
+    "satellite",
+    "radar",
+    "antenna",
+    "queue",
+    "scheduling",
+    "printer",
+    "library",
+    "catalog",
+    "network",
+    "packet",
+    "routing",
+    "census",
+    "survey",
+    "weather",
+    "pressure",
+    "wind",
+]
+
+
+def generated_collection(tmp_path, n=160, relevant=20) -> tuple[Collection, set[str]]:
+    """``n`` SMART documents; the first ``relevant`` (shuffled ids) are about the topic."""
+    rng = random.Random(7)
+    ids = list(range(1, n + 1))
+    rng.shuffle(ids)
+    truth = {str(i) for i in ids[:relevant]}
+    lines = []
+    for i in range(1, n + 1):
+        words = rng.sample(OTHER, 8)
+        if str(i) in truth:
+            words += rng.sample(TOPIC_WORDS, 3)
+        elif i % 9 == 0:  # a few distractors share one topic word
+            words += [rng.choice(TOPIC_WORDS)]
+        lines += [f".I {i}", ".T", " ".join(words[:4]), ".W", " ".join(words) + " ."]
+    path = tmp_path / "gen.all"
+    path.write_text("\n".join(lines) + "\n")
+    c = Collection.objects.create(name="Generated", slug="generated", kind="smart")
+    assert services.import_run(collection=c, fmt="smart", path=path).ok
+    index_build(collection_id=c.pk)
+    c.refresh_from_db()
+    return c, truth
+
+
+def judge_next(project, annotator, truth) -> Task | None:
+    """Claim the next task and answer it from the truth, as a careful annotator would."""
+    assignment = services.task_claim(user=annotator, project=project)
+    if assignment is None:
+        return None
+    task = Task.objects.select_related("document").get(pk=assignment.task_id)
+    services.judgment_submit(
+        user=annotator,
+        task_id=task.pk,
+        idempotency_key=f"k{task.pk}",
+        answers=services.Answers(
+            relevance=2 if task.document.docid in truth else 0,
+            persona_sensitive="no",
+            personal_sensitive="no",
+        ),
+        active_seconds=3.0,
+        started_at=assignment.leased_at,
+    )
+    return task

@@ -1,0 +1,227 @@
+"""The active-learning engine on a generated collection whose relevant documents share terms:
+seeding (IS, RDS, giving up), versioned idempotent retraining, the queue kept a batch ahead
+and topped up from the previous model when a retrain is late, machine labels."""
+
+import numpy as np
+import pytest
+
+from annotate import roles, services
+from annotate.models import (
+    Document,
+    Judgment,
+    LearningModel,
+    LearningPlan,
+    MachineLabel,
+    Persona,
+    Task,
+    Topic,
+)
+from ranking import learning
+from tests.learningkit import generated_collection, judge_next
+
+pytestmark = pytest.mark.lucene
+
+
+@pytest.fixture
+def setup(db, tmp_path, make_user):
+    collection, truth = generated_collection(tmp_path)
+    topic = Topic.objects.create(collection=collection, number="1", title="turbine blade cooling")
+    annotator = make_user("al-annotator", roles.ANNOTATOR)
+    project = services.project_create(
+        name="Learning",
+        collection=collection,
+        personas=[Persona.objects.create(name="Donor")],
+        topics=[topic],
+        annotators=[annotator],
+    )
+    return project, topic, annotator, truth
+
+
+def free_documents(plan) -> int:
+    return learning.plan_state(plan).queued.__len__()
+
+
+def test_rds_walks_down_then_cal_keeps_a_batch_ahead_and_finds_the_relevant(
+    setup, django_capture_on_commit_callbacks
+):
+    project, topic, annotator, truth = setup
+    plan = learning.learning_plan_create(
+        project=project,
+        topic=topic,
+        budget=50,
+        seed_mode=LearningPlan.SeedMode.RDS,
+        candidates=LearningPlan.Candidates.COLLECTION,
+        batch_size=5,
+        rds_system="bm25.title",
+        random_seed=3,
+    )
+    learning.learning_step(plan_id=plan.pk)
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.SEEDING
+    assert "Walking down bm25.title" in plan.status_message
+    assert set(Task.objects.filter(topic=topic).values_list("source", flat=True)) == {"seed"}
+
+    found, judged, depths = 0, 0, []
+    while True:
+        with django_capture_on_commit_callbacks() as callbacks:
+            task = judge_next(project, annotator, truth)
+        if task is None:
+            break
+        judged += 1
+        found += task.document.docid in truth
+        # Every judgment of a learning task asks the worker for a step.
+        assert len(callbacks) == 1
+        learning.learning_step(plan_id=plan.pk)
+        plan.refresh_from_db()
+        if plan.status == LearningPlan.Status.LEARNING:
+            depths.append(free_documents(plan))
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.FINISHED
+    assert judged == 50 == Judgment.objects.filter(task__topic=topic).count()
+    # A batch beyond the one being judged waited after every step until the budget ran out.
+    assert min(depths[:-10]) >= 5
+    # CAL: from a 12.5% prevalence, most relevant documents found within 50 of 160.
+    assert found >= 17, found
+    models = list(LearningModel.objects.filter(plan=plan).order_by("version"))
+    assert [m.version for m in models] == list(range(1, len(models) + 1))
+    assert len(models) >= 8  # retrained after every batch of 5
+    marks = [m.judgment_mark for m in models]
+    assert marks == sorted(marks) and len(set(marks)) == len(marks)
+    latest = models[-1]
+    scores = np.load(latest.scores_path)
+    assert scores.shape == (160,) and 0 <= scores.min() <= scores.max() <= 1
+    # Machine labels: every unjudged document, from the latest version.
+    labels = MachineLabel.objects.filter(project=project, topic=topic)
+    assert labels.count() == 160 - 50
+    assert set(labels.values_list("model_version", flat=True)) == {latest.version}
+    judged_docs = set(Judgment.objects.values_list("task__document_id", flat=True))
+    assert not judged_docs & set(labels.values_list("document_id", flat=True))
+
+
+def test_retraining_twice_on_the_same_judgments_makes_one_version(setup):
+    project, topic, annotator, truth = setup
+    plan = _learning_plan(project, topic, truth)
+    before = LearningModel.objects.filter(plan=plan).count()
+    for _ in range(3):
+        learning.learning_step(plan_id=plan.pk)
+    assert LearningModel.objects.filter(plan=plan).count() == before
+    # A second worker that trained on the same judgments records nothing new.
+    state = learning.plan_state(plan)
+    matrix, row_of, candidates = learning._rows(plan)
+    trained = learning._train(plan, state, matrix, row_of, candidates)
+    model, created = learning._record(plan, trained)
+    assert not created and model.version == before
+
+
+def _learning_plan(project, topic, truth, **kw) -> LearningPlan:
+    """A plan seeded by interactive search: 2 relevant and 2 non-relevant marks."""
+    docs = {d.docid: d for d in Document.objects.filter(collection=project.collection)}
+    relevant = sorted(truth)[:2]
+    other = sorted(set(docs) - truth)[:2]
+    for docid in relevant + other:
+        learning.topic_seed_mark(
+            topic=topic, document=docs[docid], relevance=2 if docid in truth else 0
+        )
+    plan = learning.learning_plan_create(
+        project=project,
+        topic=topic,
+        budget=kw.pop("budget", 60),
+        candidates=LearningPlan.Candidates.COLLECTION,
+        batch_size=kw.pop("batch_size", 5),
+        **kw,
+    )
+    learning.learning_step(plan_id=plan.pk)  # seeds enough: first model, two batches queued
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.LEARNING, plan.status_message
+    return plan
+
+
+def test_interactive_search_seeds_wait_then_start_learning(setup):
+    project, topic, annotator, truth = setup
+    doc = Document.objects.filter(collection=project.collection, docid=sorted(truth)[0]).get()
+    learning.topic_seed_mark(topic=topic, document=doc, relevance=2, query="turbine")
+    plan = learning.learning_plan_create(
+        project=project,
+        topic=topic,
+        budget=30,
+        candidates=LearningPlan.Candidates.COLLECTION,
+        batch_percent=5,
+    )
+    learning.learning_step(plan_id=plan.pk)
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.SEEDING
+    assert "(1 and 0 so far)" in plan.status_message
+    assert not Task.objects.filter(topic=topic).exists()
+    other = Document.objects.filter(collection=project.collection).exclude(docid__in=truth)[0]
+    learning.topic_seed_mark(topic=topic, document=other, relevance=0)
+    learning.learning_step(plan_id=plan.pk)
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.LEARNING
+    model = LearningModel.objects.get(plan=plan)
+    assert (model.judged, model.positives) == (2, 1)
+    # Batch: 5% of 160 candidates = 8; queued: the batch being judged and one ahead.
+    assert free_documents(plan) == 16
+    assert learning.plan_state(plan).gains == [1, 0]
+
+
+def test_rds_gives_up_after_its_maximum_and_flags_the_topic(setup):
+    project, topic, annotator, truth = setup
+    plan = learning.learning_plan_create(
+        project=project,
+        topic=topic,
+        budget=30,
+        seed_mode=LearningPlan.SeedMode.RDS,
+        candidates=LearningPlan.Candidates.COLLECTION,
+        batch_size=5,
+        rds_max=4,
+        rds_min_relevant=1,
+        rds_min_nonrelevant=1,
+    )
+    nobody_relevant: set[str] = set()
+    for _ in range(10):
+        learning.learning_step(plan_id=plan.pk)
+        judge_next(project, annotator, nobody_relevant)
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.FLAGGED
+    assert "RDS gave up after 4 documents of bm25.title" in plan.status_message
+    assert Judgment.objects.filter(task__topic=topic).count() == 4
+
+
+def test_an_empty_queue_is_topped_up_from_the_previous_model_when_a_retrain_is_late(setup):
+    project, topic, annotator, truth = setup
+    plan = _learning_plan(project, topic, truth, batch_size=4)
+    versions = LearningModel.objects.filter(plan=plan).count()
+    # The worker is down: nobody runs learning_step while the queue is judged to the end.
+    for _ in range(8):
+        assert judge_next(project, annotator, truth) is not None
+    assert free_documents(plan) == 0
+    task = judge_next(project, annotator, truth)
+    assert task is not None and task.source == Task.Source.ACTIVE
+    assert LearningModel.objects.filter(plan=plan).count() == versions  # no training in web
+    assert free_documents(plan) == 7  # topped up to two batches, one of them now claimed
+
+
+def test_plans_refuse_what_cannot_work(setup):
+    project, topic, annotator, truth = setup
+    other = Topic.objects.create(collection=project.collection, number="2", title="x")
+    with pytest.raises(learning.PlanError) as err:
+        learning.learning_plan_create(
+            project=project,
+            topic=other,
+            budget=0,
+            batch_size=5,
+            batch_percent=5,
+            strategy=LearningPlan.Strategy.SENSITIVITY,
+            rds_system="tfidf",
+        )
+    message = str(err.value)
+    for expected in (
+        "topic 2 is not in the project",
+        "give either a batch size or a batch percentage",
+        "the budget must be at least 1 document",
+        "unknown system 'tfidf' for RDS",
+        "the sensitivity strategy needs one of the project's personas",
+        "topic 2 has no pool yet: pool the project first",
+    ):
+        assert expected in message
+    assert not LearningPlan.objects.exists()

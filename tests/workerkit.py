@@ -1,0 +1,83 @@
+"""A real Celery worker process for the integration tests, on the test database."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+ROOT = Path(__file__).parents[1]
+
+
+def _database_url() -> str:
+    s = connection.settings_dict
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+class Worker:
+    """A real Celery worker process on the test database, in its own process group."""
+
+    def __init__(self, log: Path, env: dict):
+        self.log, self.env, self.proc = log, env, None
+
+    def start(self) -> "Worker":
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen(
+                [
+                    str(Path(sys.executable).parent / "celery"),
+                    "-A",
+                    "config",
+                    "worker",
+                    "-Q",
+                    "default,ranking",
+                    "--concurrency",
+                    "1",
+                    "--loglevel",
+                    "INFO",
+                ],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: the pool child goes with it
+            )
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL the whole group (the main process and its pool child), as a crash would."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        if self.proc.returncode not in (0, -15):
+            print(self.log.read_text()[-5000:])
+
+
+@pytest.fixture
+def worker_env(transactional_db, settings, tmp_path):
+    """The environment a worker on the test database needs (Redis flushed)."""
+    import redis
+
+    redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
+    shared = tmp_path / "shared"
+    settings.SASC_INDEX_DIR = shared / "indexes"
+    settings.SASC_UPLOAD_DIR = shared / "uploads"
+    return {
+        **os.environ,
+        "DATABASE_URL": _database_url(),
+        "CELERY_BROKER_URL": os.environ["REDIS_URL"],
+        "SASC_INDEX_DIR": str(settings.SASC_INDEX_DIR),
+        "SASC_UPLOAD_DIR": str(settings.SASC_UPLOAD_DIR),
+    }
