@@ -6,6 +6,7 @@ from rest_framework.permissions import IsAuthenticated
 
 from annotate import annotation_api, api, judging, lead, views
 from config.health import health
+from ranking import views as ranking_views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -47,6 +48,27 @@ urlpatterns = [
     ),
     path("annotate/<slug:slug>/export/", lead.export, name="project-export"),
     path("annotate/<slug:slug>/pool/", lead.pool_start, name="project-pool"),
+    path("annotate/<slug:slug>/learning/", ranking_views.learning_page, name="learning"),
+    path(
+        "annotate/<slug:slug>/learning/<int:plan_id>/pause/",
+        ranking_views.learning_pause,
+        name="learning-pause",
+    ),
+    path(
+        "annotate/<slug:slug>/learning/<int:plan_id>/retrain/",
+        ranking_views.learning_retrain,
+        name="learning-retrain",
+    ),
+    path(
+        "collections/<slug:slug>/topics/<str:number>/seeds/",
+        ranking_views.topic_seeds,
+        name="topic-seeds",
+    ),
+    path(
+        "collections/<slug:slug>/topics/<str:number>/seeds/<int:document_id>/",
+        ranking_views.topic_seed_mark,
+        name="topic-seed-mark",
+    ),
     path("annotate/<slug:slug>/charts/<slug:name>.png", lead.chart, name="project-chart"),
     # API
     path("api/collections/", api.CollectionListApi.as_view(), name="api-collection-list"),

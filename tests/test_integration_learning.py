@@ -7,6 +7,7 @@ import time
 import uuid
 
 import pytest
+import redis
 from django.urls import reverse
 from django.utils import timezone
 
@@ -115,6 +116,9 @@ def test_worker_retrains_after_a_batch_and_survives_sigkill_mid_retrain(
         time.sleep(1.0)
         slow.kill()
         assert LearningModel.objects.filter(plan=plan).count() == 2
+        # And the broker lost every message (the steps still queued and the one in flight):
+        # only the restarted worker's own recovery can finish the retrain.
+        redis.Redis.from_url(worker_env["CELERY_BROKER_URL"]).flushdb()
         worker = Worker(log, worker_env).start()  # its start re-asks every unfinished plan
         _wait_for("version 3", lambda: LearningModel.objects.filter(plan=plan).count() == 3)
         _wait_for("the queue topped up", lambda: _free(plan) == 2 * BATCH)

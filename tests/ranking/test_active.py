@@ -85,3 +85,40 @@ def test_graded_relevance_collapses_and_hybrid_labels_cover_the_unjudged():
     assert active.collapse([0, 1, 2, 0]).tolist() == [0, 1, 1, 0]
     p = np.array([0.2, 0.7, 0.5])
     assert active.hybrid_labels(p, range(3), judged=[1]) == {0: (0, 0.2), 2: (1, 0.5)}
+
+
+def test_knee_method_stops_once_the_gain_curve_flattens():
+    # 200 judged: 40 relevant in the first 60, then 1 in the next 140.
+    gains = [1 if i % 3 != 2 else 0 for i in range(60)] + [0] * 139 + [1]
+    signal = active.knee_stop(gains, candidates=1000)
+    assert signal.knee == 59 or abs(signal.knee - 60) <= 2
+    # slope before (40/60) over slope after ((1 + 1)/140): about 47 >= 156 - 41
+    assert signal.slope_ratio == pytest.approx((40 / 60) / (2 / 140), rel=0.05)
+    assert signal.needed_ratio == 156 - 41
+    assert not signal.stop  # 47 < 115: keep judging
+    steep = [1] * 20 + [0] * 280
+    signal = active.knee_stop(steep, candidates=1000)
+    assert signal.knee == 20 and signal.stop
+    # Too few judged (fewer than half of a small pool) never stops.
+    assert not active.knee_stop([1] * 5 + [0] * 40, candidates=200).stop
+    assert active.knee_stop([], candidates=10).knee is None
+
+
+def test_presumed_nonrelevant_keeps_machine_labels_from_flooding_positive(collection):
+    matrix, relevant = collection
+    judged = seeds(relevant)  # balanced: 5 relevant, 5 not; prevalence really 5%
+    plain = active.train(matrix, judged, relevant[judged])
+    labeller = active.train_labeller(matrix, judged, relevant[judged], range(matrix.shape[0]))
+    rest = np.setdiff1d(np.arange(matrix.shape[0]), judged)
+    plain_positive = int((plain.probabilities(matrix, rest) >= 0.5).sum())
+    labelled_positive = int((labeller.probabilities(matrix, rest) >= 0.5).sum())
+    true_positive = int(relevant[rest].sum())
+    assert labelled_positive < plain_positive
+    assert abs(labelled_positive - true_positive) < abs(plain_positive - true_positive)
+    assert len(active.presumed_nonrelevant(range(2000), judged)) == 100
+
+
+def test_prior_adjustment_moves_posteriors_to_the_new_prior():
+    p = np.array([0.5, 0.5, 0.5, 0.5])
+    adjusted, prior = active.prior_adjusted(p, 0.5)
+    assert prior == pytest.approx(0.5) and adjusted == pytest.approx(p)

@@ -4,6 +4,7 @@ and topped up from the previous model when a retrain is late, machine labels."""
 
 import numpy as np
 import pytest
+from django.urls import reverse
 
 from annotate import roles, services
 from annotate.models import (
@@ -225,3 +226,77 @@ def test_plans_refuse_what_cannot_work(setup):
     ):
         assert expected in message
     assert not LearningPlan.objects.exists()
+
+
+def test_lead_pages_start_plans_show_progress_and_mark_seeds(setup, login, users):
+    project, topic, annotator, truth = setup
+    lead = login(users["lead"])
+    doc = Document.objects.filter(collection=project.collection, docid=sorted(truth)[0]).get()
+    seeds_url = reverse("topic-seeds", args=[project.collection.slug, topic.number])
+    r = lead.get(seeds_url, {"q": "turbine blade"})
+    assert r.status_code == 200 and doc.subject.encode() in r.content
+    mark = reverse("topic-seed-mark", args=[project.collection.slug, topic.number, doc.pk])
+    r = lead.post(mark, {"relevance": "2", "q": "turbine blade"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and b'aria-pressed="true"' in r.content
+    seed = topic.seeds.get()
+    assert (seed.document, seed.relevance, seed.query) == (doc, 2, "turbine blade")
+    r = lead.post(seeds_url, {"title": "turbine blade film cooling", "narrative": "Holes."})
+    topic.refresh_from_db()
+    assert r.status_code == 302 and topic.title == "turbine blade film cooling"
+
+    page = reverse("learning", args=[project.slug])
+    r = lead.post(
+        page,
+        {
+            "topics": [topic.pk],
+            "strategy": "cal",
+            "seed_mode": "is",
+            "candidates": "collection",
+            "batch_percent": "5",
+            "budget": "40",
+            "random_seed": "1",
+            "rds_system": "bm25.title",
+            "rds_min_relevant": "1",
+            "rds_min_nonrelevant": "1",
+            "rds_max": "100",
+        },
+    )
+    assert r.status_code == 302
+    plan = LearningPlan.objects.get(project=project, topic=topic)
+    learning.learning_step(plan_id=plan.pk)
+    r = lead.get(page)
+    assert b"Waiting for seeds" in r.content and b"(1 and 0 so far)" in r.content
+    other = Document.objects.filter(collection=project.collection).exclude(docid__in=truth)[0]
+    learning.topic_seed_mark(topic=topic, document=other, relevance=0)
+    learning.learning_step(plan_id=plan.pk)
+    r = lead.get(page, HTTP_HX_REQUEST="true")  # the part the page polls
+    assert b"<html" not in r.content
+    assert b"v1 (1 in all)" in r.content and b"Learning" in r.content
+    assert b"<polyline" in r.content
+    # The same topic twice: refused with the reason, nothing else changed.
+    r = lead.post(page, {"topics": [topic.pk], "batch_size": "5", "budget": "9"}, follow=True)
+    assert LearningPlan.objects.count() == 1
+    r = lead.post(
+        page,
+        {
+            "topics": [topic.pk],
+            "strategy": "cal",
+            "seed_mode": "is",
+            "candidates": "collection",
+            "batch_size": "5",
+            "budget": "40",
+            "random_seed": "1",
+            "rds_system": "bm25.title",
+            "rds_min_relevant": "1",
+            "rds_min_nonrelevant": "1",
+            "rds_max": "100",
+        },
+        follow=True,
+    )
+    assert b"already has an active-learning plan" in r.content
+    # Annotators and searchers cannot reach these pages.
+    for role_user in (users["annotator"], users["searcher"]):
+        other_client = login(role_user)
+        assert other_client.get(page).status_code in (403, 404)
+        assert other_client.post(mark, {"relevance": "0"}).status_code in (403, 404)
+    assert topic.seeds.count() == 2

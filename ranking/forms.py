@@ -1,0 +1,63 @@
+"""Forms of the active-learning pages."""
+
+from django import forms
+
+from annotate.models import LearningPlan
+
+
+class LearningPlanForm(forms.Form):
+    """Start active learning for some topics of a project (one plan per topic)."""
+
+    topics = forms.ModelMultipleChoiceField(queryset=None, help_text="One plan per topic")
+    strategy = forms.ChoiceField(choices=LearningPlan.Strategy.choices, initial="cal")
+    seed_mode = forms.ChoiceField(choices=LearningPlan.SeedMode.choices, initial="is")
+    candidates = forms.ChoiceField(choices=LearningPlan.Candidates.choices, initial="pool")
+    batch_size = forms.IntegerField(min_value=1, max_value=10_000, required=False)
+    batch_percent = forms.IntegerField(
+        min_value=1, max_value=100, required=False, initial=10, label="or batch as % of candidates"
+    )
+    budget = forms.IntegerField(
+        min_value=1, max_value=1_000_000, initial=100, help_text="Documents judged, seeds included"
+    )
+    retrain_every = forms.IntegerField(
+        min_value=1,
+        max_value=10_000,
+        required=False,
+        help_text="Judged documents (default: a batch)",
+    )
+    random_seed = forms.IntegerField(initial=0)
+    rds_system = forms.ChoiceField(choices=(), initial="bm25.title", label="RDS system")
+    rds_min_relevant = forms.IntegerField(
+        min_value=1, max_value=100, initial=1, label="Seeds: relevant"
+    )
+    rds_min_nonrelevant = forms.IntegerField(
+        min_value=1, max_value=100, initial=1, label="Seeds: non-relevant"
+    )
+    rds_max = forms.IntegerField(
+        min_value=2, max_value=10_000, initial=100, label="RDS gives up after"
+    )
+    sensitivity_persona = forms.ModelChoiceField(
+        queryset=None, required=False, help_text="For the sensitivity strategy"
+    )
+
+    def __init__(self, *args, project, **kwargs):
+        from ranking.pooling import SYSTEMS
+
+        super().__init__(*args, **kwargs)
+        self.fields["topics"].queryset = project.topics.order_by("number")
+        self.fields["sensitivity_persona"].queryset = project.personas.order_by("name")
+        self.fields["rds_system"].choices = [(s.name, s.name) for s in SYSTEMS]
+
+    def clean(self):
+        data = super().clean()
+        if (data.get("batch_size") is None) == (data.get("batch_percent") is None):
+            raise forms.ValidationError("Give either a batch size or a batch percentage.")
+        return data
+
+
+class TopicForm(forms.Form):
+    """The topic being written or refined while searching for seeds."""
+
+    title = forms.CharField(max_length=2000)
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    narrative = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)

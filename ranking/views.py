@@ -1,0 +1,155 @@
+"""The lead's active-learning pages: plans and their progress, and the topic workbench
+where interactive search gives a topic its seed judgments."""
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotate import roles
+from annotate.models import AnnotationProject, Collection, Document, LearningPlan, Topic
+from ranking import learning, selectors
+from ranking.forms import LearningPlanForm, TopicForm
+from ranking.services import IndexNotReady, collection_search
+
+lead_required = roles.role_required(roles.LEAD)
+PAGE = 20
+MARKS = [(2, "Highly relevant"), (1, "Somewhat"), (0, "Not relevant")]
+
+
+@lead_required
+def learning_page(request, slug):
+    project = get_object_or_404(AnnotationProject, slug=slug)
+    form = LearningPlanForm(request.POST or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        topics = data.pop("topics")
+        created, problems = 0, []
+        for topic in topics:
+            try:
+                with transaction.atomic():
+                    learning.learning_plan_create(
+                        project=project, topic=topic, user=request.user, **data
+                    )
+                created += 1
+            except learning.PlanError as exc:
+                problems.append(f"Topic {topic.number}: {exc}")
+        if created:
+            messages.success(request, f"Active learning started for {created} topic(s).")
+        for problem in problems:
+            messages.error(request, problem)
+        return redirect("learning", slug=project.slug)
+    context = {
+        "project": project,
+        "form": form,
+        "plans": selectors.learning_overview(project=project),
+    }
+    template = "ranking/_learning_plans.html" if request.htmx else "ranking/learning.html"
+    return render(request, template, context)
+
+
+@require_POST
+@lead_required
+def learning_pause(request, slug, plan_id):
+    plan = get_object_or_404(LearningPlan, pk=plan_id, project__slug=slug)
+    learning.learning_plan_pause(plan=plan, paused=request.POST.get("action") == "pause")
+    return redirect("learning", slug=slug)
+
+
+@require_POST
+@lead_required
+def learning_retrain(request, slug, plan_id):
+    plan = get_object_or_404(LearningPlan, pk=plan_id, project__slug=slug)
+    with transaction.atomic():
+        learning.learning_nudge(plan_id=plan.pk)
+    messages.success(request, f"A worker will bring topic {plan.topic.number} up to date.")
+    return redirect("learning", slug=slug)
+
+
+@lead_required
+def topic_seeds(request, slug, number):
+    """Write or refine a topic while searching; mark results as its seed judgments."""
+    collection = get_object_or_404(Collection, slug=slug)
+    topic = get_object_or_404(Topic, collection=collection, number=number)
+    if request.method == "POST" and "title" in request.POST:
+        form = TopicForm(request.POST)
+        if form.is_valid():
+            for name, value in form.cleaned_data.items():
+                setattr(topic, name, value)
+            topic.save(update_fields=list(form.cleaned_data))
+            messages.success(request, f"Topic {topic.number} saved.")
+            return redirect("topic-seeds", slug=slug, number=number)
+    else:
+        form = TopicForm(
+            initial={
+                "title": topic.title,
+                "description": topic.description,
+                "narrative": topic.narrative,
+            }
+        )
+    query = request.GET.get("q", "").strip()[:500]
+    results, error = [], None
+    if query:
+        try:
+            results = collection_search(
+                collection=collection,
+                query=query,
+                documents=Document.objects.filter(collection=collection),
+                k=PAGE,
+            )
+        except IndexNotReady:
+            error = "This collection has no search index yet: build it first."
+    marks = {s.document_id: s for s in topic.seeds.select_related("document")}
+    context = {
+        "collection": collection,
+        "topic": topic,
+        "form": form,
+        "query": query,
+        "results": [(r, marks.get(r.document.pk)) for r in results],
+        "error": error,
+        "seeds": sorted(marks.values(), key=lambda s: s.marked_at),
+        "relevance_choices": MARKS,
+    }
+    template = "ranking/_seed_results.html" if request.htmx else "ranking/topic_seeds.html"
+    return render(request, template, context)
+
+
+@require_POST
+@lead_required
+def topic_seed_mark(request, slug, number, document_id):
+    collection = get_object_or_404(Collection, slug=slug)
+    topic = get_object_or_404(Topic, collection=collection, number=number)
+    document = get_object_or_404(Document, pk=document_id, collection=collection)
+    value = request.POST.get("relevance", "")
+    if value == "remove":
+        learning.topic_seed_remove(topic=topic, document_id=document.pk)
+        seed = None
+    elif value in ("0", "1", "2"):
+        seed = learning.topic_seed_mark(
+            topic=topic,
+            document=document,
+            relevance=int(value),
+            query=request.POST.get("q", ""),
+            user=request.user,
+        )
+    else:
+        messages.error(request, "Choose highly relevant, somewhat, not relevant or remove.")
+        return redirect("topic-seeds", slug=slug, number=number)
+    if request.htmx:
+        return render(
+            request,
+            "ranking/_seed_mark.html",
+            {
+                "collection": collection,
+                "topic": topic,
+                "document": document,
+                "seed": seed,
+                "query": request.POST.get("q", ""),
+                "relevance_choices": MARKS,
+            },
+        )
+    back = reverse("topic-seeds", args=[slug, number])
+    return redirect(f"{back}?{urlencode({'q': request.POST.get('q', '')})}")

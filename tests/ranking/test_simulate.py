@@ -1,0 +1,58 @@
+"""The finite-pool simulation on the synthetic collection of test_active."""
+
+import numpy as np
+import pytest
+
+from ranking import simulate
+from tests.ranking.test_active import collection  # noqa: F401 (fixture)
+
+
+def topics(matrix, relevant, n=4):
+    """Four topics over the same collection, each a different slice as its pool."""
+    out = []
+    for t in range(n):
+        pool = np.arange(t * 500, (t + 1) * 500)
+        grades = {int(r): 2 for r in pool if relevant[r]}
+        rel = [int(r) for r in pool if relevant[r]]
+        non = [int(r) for r in pool if not relevant[r]]
+        ranking = [rel[0], non[0], *rel[1:], *non[1:]]  # a relevant, then a non-relevant
+        out.append(simulate.TopicData(str(t + 1), pool, grades, ranking))
+    return out
+
+
+def test_curves_start_at_zero_end_at_one_and_active_learning_beats_random(collection):  # noqa: F811
+    matrix, relevant = collection
+    data = topics(matrix, relevant)
+    runs = {
+        "good": {t.number: sorted(t.pool.tolist(), key=lambda r: -relevant[r]) for t in data},
+        "bad": {t.number: sorted(t.pool.tolist(), key=lambda r: relevant[r]) for t in data},
+        "mixed": {t.number: t.pool.tolist() for t in data},
+    }
+    results = {
+        s: simulate.simulate(matrix, data, simulate.Settings(strategy=s), runs=runs)
+        for s in ("cal", "sal", "spl")
+    }
+    for r in results.values():
+        for name in ("f1_hybrid", "f1_human", "recall_human"):
+            assert r["curves"][name][0] == 0.0 and r["curves"][name][-1] == pytest.approx(1.0)
+        assert r["curves"]["tau_human"][-1] == pytest.approx(1.0)
+        assert r["mean_seed_judgments"] == 10 and r["topics"] == 4
+    assert results["cal"]["auc"]["f1_human"] > results["spl"]["auc"]["f1_human"]
+    assert results["sal"]["auc"]["f1_human"] > results["spl"]["auc"]["f1_human"]
+
+
+def test_rds_flags_topics_it_cannot_seed_and_skips_topics_without_relevant(collection):  # noqa: F811
+    matrix, relevant = collection
+    data = topics(matrix, relevant)
+    data[0].ranking = [int(r) for r in data[0].pool if not relevant[r]][:30]  # no relevant
+    data[1].grades = {}  # nothing relevant in its pool
+    r = simulate.simulate(matrix, data, simulate.Settings(seed_mode="rds", rds_max=25))
+    assert r["topics_flagged_by_rds"] == ["1"]
+    assert r["topics_without_relevant_in_pool"] == ["2"]
+    assert r["topics"] == 2
+
+
+def test_average_precision_and_auc_follow_their_definitions():
+    assert simulate.average_precision([3, 1, 2], {1, 2}) == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert simulate.average_precision([1], set()) == 0.0
+    assert simulate.auc([0, 0.5, 1, 1, 1, 1, 1, 1, 1, 1, 1]) == pytest.approx(0.025 + 0.075 + 0.8)
