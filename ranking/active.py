@@ -40,8 +40,14 @@ class Model:
 
     def probabilities(self, matrix, rows=None) -> np.ndarray:
         """P(positive) of ``rows`` of ``matrix`` (every row when None)."""
+        from scipy.special import expit
+
         x = matrix if rows is None else matrix[rows]
-        return self.estimator.predict_proba(x)[:, 1]
+        # What predict_proba computes for binary logistic regression, in the matrix's own
+        # dtype: scikit-learn would first copy a float32 matrix to float64 (at 500,000 rows
+        # that copy costs more than the product itself).
+        w = self.estimator.coef_.ravel().astype(x.dtype, copy=False)
+        return expit(np.asarray(x @ w, dtype=np.float64) + self.estimator.intercept_[0])
 
 
 def collapse(grades) -> np.ndarray:
@@ -169,8 +175,11 @@ def iterate(
     c: float = DEFAULT_C,
     exclude=(),
 ) -> Iteration:
-    """Retrain on the judged ``rows`` (with the presumed non-relevant sample: the model that
-    picks the batch is the one that gives machine labels), rescore every row, pick the batch.
+    """Retrain on the judged ``rows``, rescore every row, pick the next batch.
+
+    Selection uses the classifier of the judged rows alone, as Rahman et al. do (with the
+    presumed non-relevant sample of ``train_labeller`` nearly every probability falls below
+    0.5 and SAL would pick what CAL picks); machine labels come from ``train_labeller``.
 
     ``exclude``: rows already waiting in the queue (not judged yet, not to be picked again).
     When the labels hold a single class the batch is drawn at random (``spl``), as in
@@ -178,7 +187,7 @@ def iterate(
     """
     taken = np.concatenate([np.asarray(rows, dtype=np.int64), np.asarray(exclude, dtype=np.int64)])
     try:
-        model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c)
+        model = train(matrix, rows, labels, seed=seed, c=c)
     except NotTrainable as exc:
         batch = select("spl", None, candidates, taken, size, seed=seed)
         return Iteration(None, None, batch, "spl", f"drawn at random: {exc}")
@@ -187,14 +196,14 @@ def iterate(
 
 
 def presumed_nonrelevant(candidates, judged, *, seed: int = 0) -> list[int]:
-    """A random 10% (at most 100) of the unjudged candidates, to be added to the labeller's
+    """A random 20% (at most 100) of the unjudged candidates, to be added to the labeller's
     training set as non-relevant: the "presumed non-relevant" documents of Cormack and
     Grossman's AutoTAR. Relevant documents are rare, so the presumption is mostly right, and
     it teaches the model what the unjudged remainder looks like; without it the model learns
     the prior of the judged sample (balanced seeds, CAL's likely-relevant picks) and labels
     far too many of the rest relevant."""
     pool = _unjudged(candidates, judged)
-    size = min(100, len(pool) // 10)
+    size = min(100, len(pool) // 5)
     if size == 0:
         return []
     return sorted(np.random.default_rng(seed).choice(pool, size=size, replace=False).tolist())

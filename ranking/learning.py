@@ -358,6 +358,7 @@ def learning_judged(*, project_id: int, topic_id: int) -> None:
 def learning_step(*, plan_id: int) -> dict:
     """Bring a plan up to date (see the module docstring); return what was done."""
     plan = LearningPlan.objects.select_related("project__collection", "topic").get(pk=plan_id)
+    started = time.perf_counter()
     if plan.status not in (LearningPlan.Status.SEEDING, LearningPlan.Status.LEARNING):
         return {"status": plan.status}
     state = plan_state(plan)
@@ -389,8 +390,10 @@ def learning_step(*, plan_id: int) -> dict:
             plan.status = LearningPlan.Status.FINISHED
             plan.status_message = f"Budget spent: {len(state.labels)} documents judged"
             plan.save(update_fields=["status", "status_message"])
+    report["seconds_to_queue"] = time.perf_counter() - started
     if created:
         report["machine_labels"] = machine_labels_write(plan=plan, model=model)
+    report["seconds"] = time.perf_counter() - started
     return report
 
 
@@ -488,21 +491,25 @@ def _train(plan: LearningPlan, state: PlanState, matrix, row_of, candidates) -> 
     labels = active.collapse([state.labels[d] for d in judged])
     version = (plan.models.order_by("-version").values_list("version", flat=True).first() or 0) + 1
     logger.info("plan %s: training version %s on %s judged documents", plan.pk, version, len(rows))
+    seed = plan.random_seed + version
     try:
-        model = active.train_labeller(
-            matrix.matrix, rows, labels, candidates, seed=plan.random_seed + version
-        )
+        # Two classifiers: the one that picks (judged documents alone, as in Rahman et al.)
+        # and the one that labels the rest (plus presumed non-relevant documents).
+        model = active.train(matrix.matrix, rows, labels, seed=seed)
+        labeller = active.train_labeller(matrix.matrix, rows, labels, candidates, seed=seed)
     except active.NotTrainable as exc:
         logger.info("plan %s: %s", plan.pk, exc)
         return None
     p = model.probabilities(matrix.matrix)
+    p_label = labeller.probabilities(matrix.matrix)
     if settings.SASC_FAULT_LEARNING_DELAY_MS:
         time.sleep(settings.SASC_FAULT_LEARNING_DELAY_MS / 1000)
     path = _scores_dir(plan) / f"v{version}.npy"
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, p.astype(np.float32))
-    tmp.replace(path)
+    for array, target in ((p_label, _labels_path(path)), (p, path)):
+        tmp = target.with_suffix(".tmp.npy")
+        np.save(tmp, array.astype(np.float32))
+        tmp.replace(target)
     candidate_set = set(candidates.tolist())
     in_pool = {int(r): int(lbl) for r, lbl in zip(rows, labels, strict=True) if r in candidate_set}
     return {
@@ -513,19 +520,25 @@ def _train(plan: LearningPlan, state: PlanState, matrix, row_of, candidates) -> 
         "positives": model.positives,
         "negatives": len(rows) - int(labels.sum()),
         "scores_path": str(path),
-        "prevalence": active.estimated_prevalence(p, candidates, in_pool),
+        "prevalence": active.estimated_prevalence(p_label, candidates, in_pool),
         "seconds": time.perf_counter() - started,
         "params": {
             "classifier": "logistic regression (liblinear)",
             "C": active.DEFAULT_C,
-            "presumed_nonrelevant": model.negatives - (len(rows) - int(labels.sum())),
-            "random_seed": plan.random_seed + version,
+            "presumed_nonrelevant": labeller.negatives - model.negatives,
+            "random_seed": seed,
             "strategy": plan.strategy,
             "features": f"TF-IDF of collection version {plan.project.collection.indexed_version}",
             "terms": len(matrix.vocabulary),
             "candidates": int(len(candidates)),
         },
     }
+
+
+def _labels_path(scores_path) -> Path:
+    """Where a version keeps the labeller's P(relevant), beside the selection scores."""
+    path = Path(scores_path)
+    return path.with_name(f"{path.stem}-labels.npy")
 
 
 def _scores_dir(plan: LearningPlan) -> Path:
@@ -669,7 +682,7 @@ def machine_labels_write(*, plan: LearningPlan, model: LearningModel) -> int:
     matrix, row_of, candidates = _rows(plan)
     state = plan_state(plan)
     taken = list(_doc_rows(plan, row_of, state.labels).values())
-    p = np.load(model.scores_path)
+    p = np.load(_labels_path(model.scores_path))
     labels = active.hybrid_labels(p, candidates, taken)
     docs = _documents_of_rows(plan, matrix, sorted(labels))
     row_of_doc = {d.pk: row_of[d.docid] for d in docs}

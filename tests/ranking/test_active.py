@@ -122,3 +122,11 @@ def test_prior_adjustment_moves_posteriors_to_the_new_prior():
     p = np.array([0.5, 0.5, 0.5, 0.5])
     adjusted, prior = active.prior_adjusted(p, 0.5)
     assert prior == pytest.approx(0.5) and adjusted == pytest.approx(p)
+
+
+def test_probabilities_are_what_scikit_learn_predicts(collection):
+    matrix, relevant = collection
+    model = active.train(matrix.astype(np.float32), seeds(relevant), relevant[seeds(relevant)])
+    ours = model.probabilities(matrix.astype(np.float32))
+    theirs = model.estimator.predict_proba(matrix)[:, 1]
+    assert np.allclose(ours, theirs, atol=1e-6)

@@ -228,6 +228,20 @@ def test_plans_refuse_what_cannot_work(setup):
     assert not LearningPlan.objects.exists()
 
 
+PLAN_FORM = {
+    "strategy": "cal",
+    "seed_mode": "is",
+    "candidates": "collection",
+    "batch_percent": "5",
+    "budget": "40",
+    "random_seed": "1",
+    "rds_system": "bm25.title",
+    "rds_min_relevant": "1",
+    "rds_min_nonrelevant": "1",
+    "rds_max": "100",
+}
+
+
 def test_lead_pages_start_plans_show_progress_and_mark_seeds(setup, login, users):
     project, topic, annotator, truth = setup
     lead = login(users["lead"])
@@ -247,19 +261,7 @@ def test_lead_pages_start_plans_show_progress_and_mark_seeds(setup, login, users
     page = reverse("learning", args=[project.slug])
     r = lead.post(
         page,
-        {
-            "topics": [topic.pk],
-            "strategy": "cal",
-            "seed_mode": "is",
-            "candidates": "collection",
-            "batch_percent": "5",
-            "budget": "40",
-            "random_seed": "1",
-            "rds_system": "bm25.title",
-            "rds_min_relevant": "1",
-            "rds_min_nonrelevant": "1",
-            "rds_max": "100",
-        },
+        {"topics": [topic.pk], **PLAN_FORM},
     )
     assert r.status_code == 302
     plan = LearningPlan.objects.get(project=project, topic=topic)
@@ -278,19 +280,7 @@ def test_lead_pages_start_plans_show_progress_and_mark_seeds(setup, login, users
     assert LearningPlan.objects.count() == 1
     r = lead.post(
         page,
-        {
-            "topics": [topic.pk],
-            "strategy": "cal",
-            "seed_mode": "is",
-            "candidates": "collection",
-            "batch_size": "5",
-            "budget": "40",
-            "random_seed": "1",
-            "rds_system": "bm25.title",
-            "rds_min_relevant": "1",
-            "rds_min_nonrelevant": "1",
-            "rds_max": "100",
-        },
+        {"topics": [topic.pk], **PLAN_FORM},
         follow=True,
     )
     assert b"already has an active-learning plan" in r.content

@@ -108,6 +108,32 @@ class Command(BaseCommand):
         production = services.round_open(project=project, kind=Round.Kind.PRODUCTION)
         n += services.project_tasks_from_search(project=project, round_=production, k=15)
         self.say(f"Annotation project {project.name!r}: {n} tasks")
+        self.create_learning_project(collection, annotators, topics)
+
+    def create_learning_project(self, collection, annotators, topics):
+        """Active learning on one topic: RDS down BM25 (title), then CAL in batches of 10."""
+        from ranking.learning import learning_plan_create
+
+        topic = topics.get(number="403")
+        project = services.project_create(
+            name="Demo active learning",
+            collection=collection,
+            personas=Persona.objects.filter(name="Maeve Gallagher"),
+            topics=[topic],
+            annotators=annotators,
+        )
+        learning_plan_create(
+            project=project,
+            topic=topic,
+            budget=80,
+            seed_mode="rds",
+            candidates="collection",
+            batch_size=10,
+        )
+        self.say(
+            f"Active-learning project {project.name!r}: topic {topic.number}, the worker "
+            "walks down BM25 for seeds, then CAL queues batches of 10"
+        )
 
     def load_corpus(self):
         collection, _ = Collection.objects.get_or_create(
