@@ -199,6 +199,7 @@ class Job(models.Model):
         IMPORT = "import", "Import"
         INDEX = "index", "Index and features"
         POOL = "pool", "Pooling"
+        SENSITIVITY = "sensitivity", "Sensitivity classifier"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -682,3 +683,35 @@ class LearningModel(models.Model):
 
     def __str__(self):
         return f"model v{self.version} of plan {self.plan_id}"
+
+
+class SensitivityModel(models.Model):
+    """One trained version of a persona's sensitivity classifier over a collection, with
+    where its labels came from and its cross-validated report (DOMAIN.md section 6)."""
+
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, related_name="sensitivity_models"
+    )
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="+")
+    version = models.PositiveIntegerField()
+    source = models.CharField(
+        max_length=200,
+        help_text="annotations, reference, or categories:<codes> (a surrogate, e.g. CACM's)",
+    )
+    objective = models.CharField(max_length=2, default="f1")
+    report = models.JSONField(default=dict)
+    path = models.CharField(max_length=500, help_text="The stored featurizer and model")
+    trained_at = models.DateTimeField()
+    seconds = models.FloatField()
+
+    class Meta:
+        ordering = ["collection_id", "persona_id", "version"]
+        get_latest_by = "version"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "persona", "version"], name="sensitivity_model_version"
+            ),
+        ]
+
+    def __str__(self):
+        return f"sensitivity model v{self.version} of {self.persona} on {self.collection}"

@@ -59,6 +59,7 @@ urlpatterns = [
         ranking_views.learning_retrain,
         name="learning-retrain",
     ),
+    path("collections/<slug:slug>/classifiers/", ranking_views.classifiers, name="classifiers"),
     path(
         "collections/<slug:slug>/topics/<str:number>/seeds/",
         ranking_views.topic_seeds,

@@ -61,3 +61,34 @@ class TopicForm(forms.Form):
     title = forms.CharField(max_length=2000)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     narrative = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+
+
+class ClassifierForm(forms.Form):
+    """Train a persona's sensitivity classifier over the collection (a worker job)."""
+
+    persona = forms.ModelChoiceField(queryset=None)
+    source = forms.ChoiceField(
+        choices=[
+            ("annotations", "Annotators' persona-sensitivity answers"),
+            ("reference", "Imported sensitivity labels"),
+            ("categories", "Category codes as a surrogate"),
+        ]
+    )
+    categories = forms.CharField(
+        required=False, max_length=500, help_text="Comma-separated codes (surrogate source)"
+    )
+    objective = forms.ChoiceField(
+        choices=[("f1", "Threshold for F1"), ("f2", "Threshold for F2 (favours recall)")]
+    )
+
+    def __init__(self, *args, **kwargs):
+        from annotate.models import Persona
+
+        super().__init__(*args, **kwargs)
+        self.fields["persona"].queryset = Persona.objects.order_by("name")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("source") == "categories" and not data.get("categories", "").strip():
+            raise forms.ValidationError("Give the category codes that stand for sensitive.")
+        return data

@@ -226,10 +226,10 @@ def train(matrix, labels, names: list[str], *, objective: str = "f1", seed: int 
     y = np.asarray(labels, dtype=int)
     positives = int(y.sum())
     folds = min(5, positives, len(y) - positives)
-    if folds < 2:
+    if folds < 3:
         raise ValueError(
             f"{positives} sensitive and {len(y) - positives} not sensitive examples: "
-            "cross-validation needs at least 2 of each"
+            "cross-validation needs at least 3 of each"
         )
     beta = 1.0 if objective == "f1" else 2.0
     scorer = make_scorer(fbeta_score, beta=beta, zero_division=0)
@@ -237,8 +237,12 @@ def train(matrix, labels, names: list[str], *, objective: str = "f1", seed: int 
     base = LogisticRegression(solver="liblinear", max_iter=1000, random_state=seed)
     search = GridSearchCV(base, GRID, scoring=scorer, cv=cv, n_jobs=1).fit(matrix, y)
     best = search.best_estimator_
-    calibrated = CalibratedClassifierCV(best, method="sigmoid", cv=cv)
+    # Calibrated inside each outer fold with one fold fewer, so every inner split still
+    # holds both classes when there are few positives.
+    inner = StratifiedKFold(min(folds - 1, 5), shuffle=True, random_state=seed)
+    calibrated = CalibratedClassifierCV(best, method="sigmoid", cv=inner)
     oof = cross_val_predict(calibrated, matrix, y, cv=cv, method="predict_proba")[:, 1]
+    calibrated = CalibratedClassifierCV(best, method="sigmoid", cv=cv)
     thresholds = np.unique(np.round(oof, 4))
     scores = [fbeta_score(y, oof >= t, beta=beta, zero_division=0) for t in thresholds]
     threshold = float(thresholds[int(np.argmax(scores))]) if len(thresholds) else 0.5

@@ -40,3 +40,11 @@ def _recover_learning(sender=None, **kwargs) -> None:
         learning_sweep()
     except Exception:  # a worker must start even if the database is not up yet
         logging.getLogger(__name__).exception("could not nudge the active-learning plans")
+
+
+@shared_task(acks_late=True)
+def sensitivity_train_task(job_id: int) -> None:
+    """Train a persona's sensitivity classifier (a finished job is not run again)."""
+    from ranking.classifier import job_sensitivity_run
+
+    job_sensitivity_run(job_id=job_id)

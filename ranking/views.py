@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from annotate import roles
 from annotate.models import AnnotationProject, Collection, Document, LearningPlan, Topic
 from ranking import learning, selectors
-from ranking.forms import LearningPlanForm, TopicForm
+from ranking.forms import ClassifierForm, LearningPlanForm, TopicForm
 from ranking.services import IndexNotReady, collection_search
 
 lead_required = roles.role_required(roles.LEAD)
@@ -153,3 +153,41 @@ def topic_seed_mark(request, slug, number, document_id):
         )
     back = reverse("topic-seeds", args=[slug, number])
     return redirect(f"{back}?{urlencode({'q': request.POST.get('q', '')})}")
+
+
+@lead_required
+def classifiers(request, slug):
+    """The persona classifiers of a collection: versions, reports, and training."""
+    from annotate.models import Job, SensitivityModel
+    from ranking.classifier import ClassifierError, job_sensitivity_create
+
+    collection = get_object_or_404(Collection, slug=slug)
+    form = ClassifierForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            with transaction.atomic():
+                job = job_sensitivity_create(
+                    collection=collection,
+                    persona=data["persona"],
+                    source=data["source"],
+                    categories=[c.strip() for c in data["categories"].split(",") if c.strip()],
+                    objective=data["objective"],
+                    user=request.user,
+                )
+        except ClassifierError as exc:
+            messages.error(request, str(exc))
+            return redirect("classifiers", slug=slug)
+        return redirect("job-detail", pk=job.pk)
+    models = SensitivityModel.objects.filter(collection=collection).select_related("persona")
+    jobs = Job.objects.filter(collection=collection, kind=Job.Kind.SENSITIVITY)[:10]
+    return render(
+        request,
+        "ranking/classifiers.html",
+        {
+            "collection": collection,
+            "form": form,
+            "models": models.order_by("persona__name", "-version"),
+            "jobs": jobs,
+        },
+    )

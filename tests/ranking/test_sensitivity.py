@@ -93,7 +93,7 @@ def test_training_separates_a_learnable_signal_and_reports_it():
 def test_training_refuses_too_few_examples_of_a_class():
     msgs, labels = messages(20)
     matrix = s.Featurizer().fit_transform(msgs)
-    with pytest.raises(ValueError, match="1 sensitive and 19 not sensitive"):
-        s.train(matrix, [1] + [0] * 19, [])
+    with pytest.raises(ValueError, match="2 sensitive and 18 not sensitive"):
+        s.train(matrix, [1, 1] + [0] * 18, [])
     with pytest.raises(ValueError, match="objective must be f1 or f2"):
         s.train(matrix, labels, [], objective="f3")

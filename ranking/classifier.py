@@ -1,0 +1,268 @@
+"""Django glue for the persona sensitivity classifier (``ranking.sensitivity``): read a
+collection's messages and a persona's labels, train, store a version, report."""
+
+import logging
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotate.models import (
+    Adjudication,
+    Answer,
+    Collection,
+    Document,
+    Job,
+    Judgment,
+    Persona,
+    ReferenceSensitivity,
+    SensitivityModel,
+)
+from ranking import sensitivity
+
+logger = logging.getLogger(__name__)
+SOURCES = ("annotations", "reference", "categories")
+_PRIORITY = re.compile(
+    r"^(x-priority:\s*[12]\b|importance:\s*high\b|priority:\s*urgent\b|x-msmail-priority:\s*high\b)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_REPLY = re.compile(r"^\s*(re|aw|sv)\s*:", re.IGNORECASE)
+
+
+class ClassifierError(ValueError):
+    """Labels or settings a classifier cannot be trained from; the message says which."""
+
+
+def collection_messages(*, collection: Collection) -> tuple[list[sensitivity.Message], list[int]]:
+    """Every document of the collection as the classifier reads it, and their ids."""
+    messages, ids = [], []
+    docs = (
+        Document.objects.filter(collection=collection)
+        .order_by("id")
+        .prefetch_related("attachments")
+    )
+    for d in docs.iterator(chunk_size=2000):
+        attachments = list(d.attachments.all())
+        addresses = d.addresses or {}
+        recipients = [a for key in ("to", "cc", "bcc") for a in addresses.get(key) or []]
+        headers = d.raw_headers or ""
+        messages.append(
+            sensitivity.Message(
+                docid=d.docid,
+                subject=d.subject,
+                body=d.body,
+                attachments=" ".join(a.filename + " " + a.text for a in attachments),
+                attachment_count=len(attachments),
+                date=d.date,
+                sender=(addresses.get("from") or "").lower(),
+                recipients=[r.lower() for r in recipients],
+                reply=bool(_REPLY.match(d.subject)) or "\nin-reply-to:" in "\n" + headers.lower(),
+                priority=bool(_PRIORITY.search(headers)),
+            )
+        )
+        ids.append(d.pk)
+    return messages, ids
+
+
+def sensitivity_labels(
+    *, collection: Collection, persona: Persona | None, source: str, categories=()
+) -> dict[int, int]:
+    """``{document id: 1 sensitive / 0 not}`` from one source:
+
+    - ``annotations``: the persona-sensitivity answers of every project on the collection
+      (sensitive if any annotator said yes, as in the exports; "don't know" is no label; an
+      adjudicated answer wins);
+    - ``reference``: the persona's imported sensitivity labels (any topic);
+    - ``categories``: a surrogate, as the SIGIR 2019 study used MeSH categories: sensitive
+      when a document's category codes start with one of ``categories``; documents without
+      category codes get no label.
+    """
+    labels: dict[int, int] = {}
+    if source == "annotations":
+        answers = Judgment.objects.filter(
+            task__document__collection=collection,
+            task__persona=persona,
+            persona_sensitive__in=[Answer.YES, Answer.NO],
+        ).values_list("task__document_id", "persona_sensitive")
+        for doc, answer in answers:
+            labels[doc] = max(labels.get(doc, 0), int(answer == Answer.YES))
+        for doc, answer in Adjudication.objects.filter(
+            document__collection=collection, persona=persona, persona_sensitive__in=["yes", "no"]
+        ).values_list("document_id", "persona_sensitive"):
+            labels[doc] = int(answer == Answer.YES)
+    elif source == "reference":
+        for doc, sensitive in ReferenceSensitivity.objects.filter(
+            document__collection=collection, persona=persona
+        ).values_list("document_id", "sensitive"):
+            labels[doc] = max(labels.get(doc, 0), int(sensitive))
+    elif source == "categories":
+        prefixes = tuple(c.strip() for c in categories if c.strip())
+        if not prefixes:
+            raise ClassifierError("give the category codes that stand for sensitive")
+        for doc, meta in Document.objects.filter(collection=collection).values_list(
+            "id", "metadata"
+        ):
+            codes = (meta or {}).get("categories") or []
+            if codes:
+                labels[doc] = int(any(_in_category(c, p) for c in codes for p in prefixes))
+    else:
+        raise ClassifierError(f"unknown label source {source!r}; use one of {', '.join(SOURCES)}")
+    return labels
+
+
+def _in_category(code: str, prefix: str) -> bool:
+    """ACM CR codes nest by digits: 4.1 holds 4.12 and 4.19; a bare 4 holds every 4.x."""
+    return code == prefix or code.startswith(prefix if "." in prefix else prefix + ".")
+
+
+def sensitivity_model_train(
+    *,
+    collection: Collection,
+    persona: Persona,
+    source: str,
+    categories=(),
+    objective: str = "f1",
+    progress=None,
+) -> SensitivityModel:
+    """Train and store the next version of the persona's classifier over the collection,
+    with the P(sensitive) of every document beside it."""
+    import joblib
+
+    started = time.perf_counter()
+    labels = sensitivity_labels(
+        collection=collection, persona=persona, source=source, categories=categories
+    )
+    positives = sum(labels.values())
+    if positives < 3 or len(labels) - positives < 3:
+        raise ClassifierError(
+            f"{positives} sensitive and {len(labels) - positives} not sensitive labelled "
+            f"documents for {persona.name} from {source}: at least 3 of each are needed"
+        )
+    messages, ids = collection_messages(collection=collection)
+    if progress:
+        progress(1, 3)
+    featurizer = sensitivity.Featurizer(
+        collection.internal_domains or settings.SASC_INTERNAL_DOMAINS
+    )
+    matrix = featurizer.fit_transform(messages)
+    rows = [i for i, doc in enumerate(ids) if doc in labels]
+    y = [labels[ids[i]] for i in rows]
+    if progress:
+        progress(2, 3)
+    try:
+        trained = sensitivity.train(matrix[rows], y, featurizer.names, objective=objective)
+    except ValueError as exc:
+        raise ClassifierError(str(exc)) from None
+    scores = trained.model.predict_proba(matrix)[:, 1].astype(np.float32)
+    with transaction.atomic():
+        last = (
+            SensitivityModel.objects.select_for_update()
+            .filter(collection=collection, persona=persona)
+            .aggregate(v=Max("version"))["v"]
+        )
+        version = (last or 0) + 1
+        folder = (
+            Path(settings.SASC_INDEX_DIR) / "sensitivity" / str(collection.pk) / str(persona.pk)
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"v{version}.joblib"
+        joblib.dump(
+            {
+                "featurizer": featurizer,
+                "model": trained.model,
+                "threshold": trained.threshold,
+                "docids": [m.docid for m in messages],
+                "scores": scores,
+            },
+            path,
+        )
+        report = trained.report.as_dict()
+        report["source"] = source + (f":{','.join(categories)}" if categories else "")
+        report["features"] = len(featurizer.names)
+        report["documents_scored"] = len(ids)
+        report["predicted_sensitive"] = int((scores >= trained.threshold).sum())
+        return SensitivityModel.objects.create(
+            collection=collection,
+            persona=persona,
+            version=version,
+            source=report["source"],
+            objective=objective,
+            report=report,
+            path=str(path),
+            trained_at=timezone.now(),
+            seconds=time.perf_counter() - started,
+        )
+
+
+def job_sensitivity_create(
+    *,
+    collection: Collection,
+    persona: Persona,
+    source: str,
+    categories=(),
+    objective="f1",
+    user=None,
+) -> Job:
+    """Record a training job and queue it once the transaction commits."""
+    if source not in SOURCES:
+        raise ClassifierError(f"unknown label source {source!r}")
+    if objective not in ("f1", "f2"):
+        raise ClassifierError("the threshold objective must be f1 or f2")
+    job = Job.objects.create(
+        kind=Job.Kind.SENSITIVITY,
+        collection=collection,
+        created_by=user,
+        params={
+            "persona": persona.pk,
+            "source": source,
+            "categories": list(categories),
+            "objective": objective,
+        },
+        message=f"Waiting for a worker to train {persona.name}'s sensitivity classifier",
+    )
+    from ranking.tasks import sensitivity_train_task
+
+    transaction.on_commit(lambda: sensitivity_train_task.delay(job.pk))
+    return job
+
+
+def job_sensitivity_run(*, job_id: int) -> None:
+    from annotate import services
+
+    job = services.job_start(job_id=job_id)
+    if job is None:
+        return
+    p = job.params
+    try:
+        model = sensitivity_model_train(
+            collection=job.collection,
+            persona=Persona.objects.get(pk=p["persona"]),
+            source=p["source"],
+            categories=p.get("categories") or (),
+            objective=p.get("objective", "f1"),
+            progress=services.JobProgress(job),
+        )
+    except ClassifierError as exc:
+        services.job_finish(job=job, ok=False, message=str(exc))
+        return
+    except Exception as exc:
+        logger.exception("sensitivity job %s failed", job.pk)
+        services.job_finish(
+            job=job, ok=False, message=f"Training failed: {type(exc).__name__}: {exc}"
+        )
+        raise
+    r = model.report
+    services.job_finish(
+        job=job,
+        ok=True,
+        message=(
+            f"Version {model.version}: cross-validated F1 {r['f1']:.3f}, F2 {r['f2']:.3f} on "
+            f"{r['n']} documents ({r['positives']} sensitive)"
+        ),
+        report={"model": model.pk, **r},
+    )

@@ -1,0 +1,96 @@
+"""Training a persona's sensitivity classifier from stored labels: versions, report, the
+lead's page and its worker job, refusals."""
+
+import pytest
+from django.urls import reverse
+
+from annotate.models import Job, Persona, ReferenceSensitivity, SensitivityModel
+from ranking import classifier
+
+
+@pytest.fixture
+def labelled(sample_collection):
+    """The sample mail with a persona's imported labels: mail about Linux is sensitive."""
+    persona = Persona.objects.create(name="Linux user")
+    docs = list(sample_collection.documents.order_by("id"))
+    for d in docs:
+        text = f"{d.subject} {d.body}".lower()
+        ReferenceSensitivity.objects.create(
+            persona=persona, document=d, sensitive="linux" in text, source="test"
+        )
+    return sample_collection, persona, docs
+
+
+def test_training_stores_versions_with_a_cross_validated_report(labelled):
+    collection, persona, docs = labelled
+    positives = ReferenceSensitivity.objects.filter(sensitive=True).count()
+    assert 3 <= positives <= len(docs) - 3
+    first = classifier.sensitivity_model_train(
+        collection=collection, persona=persona, source="reference"
+    )
+    second = classifier.sensitivity_model_train(
+        collection=collection, persona=persona, source="reference", objective="f2"
+    )
+    assert (first.version, second.version) == (1, 2)
+    r = second.report
+    assert (r["n"], r["positives"], r["objective"], r["source"]) == (
+        len(docs),
+        positives,
+        "f2",
+        "reference",
+    )
+    for name in ("precision", "recall", "f1", "f2", "accuracy", "balanced_accuracy"):
+        assert 0 <= r[name] <= 1
+    assert r["f1"] > 0.6  # "linux" is in the words: the classifier finds it
+    assert any("linux" in name for name, _w in r["top_sensitive"])
+    import joblib
+
+    stored = joblib.load(second.path)
+    assert len(stored["scores"]) == len(docs) == r["documents_scored"]
+    assert stored["docids"] == [d.docid for d in docs]
+
+
+def test_too_few_labels_and_unknown_sources_are_refused(labelled):
+    collection, persona, docs = labelled
+    with pytest.raises(classifier.ClassifierError, match="0 sensitive and 0 not sensitive"):
+        classifier.sensitivity_model_train(
+            collection=collection, persona=persona, source="annotations"
+        )
+    with pytest.raises(classifier.ClassifierError, match="give the category codes"):
+        classifier.sensitivity_labels(
+            collection=collection, persona=persona, source="categories", categories=[]
+        )
+    with pytest.raises(classifier.ClassifierError, match="unknown label source 'guess'"):
+        classifier.sensitivity_labels(collection=collection, persona=persona, source="guess")
+    assert not SensitivityModel.objects.exists()
+
+
+def test_category_codes_nest_like_the_acm_classification():
+    assert classifier._in_category("4.12", "4.1") and classifier._in_category("4.1", "4.1")
+    assert classifier._in_category("4.22", "4") and not classifier._in_category("4.22", "4.1")
+    assert not classifier._in_category("40.1", "4")
+
+
+def test_the_lead_trains_from_the_page_and_reads_the_report(
+    labelled, login, users, django_capture_on_commit_callbacks
+):
+    from config.celery import app
+
+    collection, persona, docs = labelled
+    lead = login(users["lead"])
+    url = reverse("classifiers", args=[collection.slug])
+    app.conf.task_always_eager = True
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            r = lead.post(url, {"persona": persona.pk, "source": "reference", "objective": "f1"})
+    finally:
+        app.conf.task_always_eager = False
+    job = Job.objects.get(kind=Job.Kind.SENSITIVITY)
+    assert r.status_code == 302 and r["Location"] == reverse("job-detail", args=[job.pk])
+    assert job.status == Job.Status.SUCCEEDED and "Version 1: cross-validated F1" in job.message
+    page = lead.get(url)
+    assert b"Linux user" in page.content and b"Most influential features" in page.content
+    r = lead.post(url, {"persona": persona.pk, "source": "categories", "objective": "f1"})
+    assert b"Give the category codes" in r.content
+    for role in ("annotator", "searcher", "archivist"):
+        assert login(users[role]).get(url).status_code in (403, 404)
