@@ -176,6 +176,11 @@ def stem(word: str) -> str:
     return tokens[0] if tokens else ""
 
 
+def analyze(text: str) -> list[str]:
+    """Return the Lucene analysis of a text: the terms the index holds for it."""
+    return list(_load()["analyzer"].analyze(text)) if text.strip() else []
+
+
 def warm() -> None:
     """Load pyserini now (used after a server forks its workers)."""
     _load()
