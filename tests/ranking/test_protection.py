@@ -114,3 +114,49 @@ def test_cutoffs():
     assert protection.oracle_cutoff(["d0", "d1", "d2", "d3"], q, prepared) == 1
     validation = [(["d0", "d2", "d1", "d3"], q, prepared)]
     assert protection.static_cutoff(validation, limit=4) == 2
+
+
+def eval_topics(n=10, seed=0):
+    """Ten topics of 30 candidates; feature 0 tracks relevance, BM25 a noisy copy of it."""
+    from ranking import protection_eval
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for q in range(n):
+        grades = rng.integers(0, 3, 30)
+        sensitive = rng.random(30) < 0.25
+        docids = [f"q{q}d{i}" for i in range(30)]
+        features = np.column_stack([grades + rng.normal(0, 0.3, 30), rng.normal(0, 1, 30)])
+        out.append(
+            protection_eval.Topic(
+                qid=str(q),
+                docids=docids,
+                bm25=grades + rng.normal(0, 1.0, 30),
+                features=features,
+                relevance={d: int(g) for d, g in zip(docids, grades, strict=True) if g},
+                sensitive={d: True for d, s in zip(docids, sensitive, strict=True) if s},
+            )
+        )
+    return out
+
+
+def test_the_harness_scores_every_approach_on_every_topic_once():
+    from ranking import protection_eval
+
+    topics = eval_topics()
+    oracle = {
+        t.qid: np.array([1.0 if t.sensitive.get(d) else 0.0 for d in t.docids]) for t in topics
+    }
+    results = protection_eval.run(topics, oracle, 0.5, classifier="oracle", restarts=1)
+    assert set(results) == set(protection_eval.APPROACHES)
+    for per_topic in results.values():
+        assert sorted(per_topic) == sorted(t.qid for t in topics)  # each test topic once
+    summary = protection_eval.summary(results)
+    table = summary["table"]
+    # An oracle classifier: filtering shows nothing sensitive, so TERN (M=1) is never -1.
+    assert table["post-filter"]["tern +/0/-"][2] == 0
+    assert table["pre-filter"]["tern +/0/-"][2] == 0
+    assert table["post-filter"]["ncs_dcg@10"] > table["bm25"]["ncs_dcg@10"]
+    assert table["ltr"]["ndcg@10"] > table["bm25"]["ndcg@10"]  # feature 0 beats noisy BM25
+    assert summary["best"] in table and table[summary["best"]]["p vs best"] is None
+    assert all(0 <= r["p vs best"] <= 1 for a, r in table.items() if a != summary["best"])

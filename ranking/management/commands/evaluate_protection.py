@@ -1,0 +1,228 @@
+"""Evaluate every protection approach with a trained and an oracle sensitivity classifier."""
+
+import csv
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.models import Collection, Persona, ReferenceRelevance
+from annotate.parsing import Issue
+from annotate.parsing.trec import iter_qrels
+from ranking import ltr, lucene, protection_eval
+from ranking.classifier import ClassifierError, out_of_fold_scores, sensitivity_labels
+from ranking.services import index_paths
+
+
+class Command(BaseCommand):
+    help = (
+        "Five-fold evaluation over topics of the protection approaches (relevance only, "
+        "filters, demotion, joint learning to rank, cluster replacement, cutoffs) with a "
+        "trained and an oracle sensitivity classifier; writes CSV, JSON and a PNG."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--collection", required=True)
+        labels = parser.add_mutually_exclusive_group(required=True)
+        labels.add_argument("--categories", help="comma-separated category codes = sensitive")
+        labels.add_argument("--persona", help="a persona's final labels (annotations)")
+        labels.add_argument("--sensitivity", type=Path, help="a file in the sensitivity format")
+        parser.add_argument("--source", choices=["annotations", "reference"], default="annotations")
+        parser.add_argument("--depth", type=int, default=100, help="BM25 candidates per topic")
+        parser.add_argument("--restarts", type=int, default=3)
+        parser.add_argument("--workers", type=int, default=2)
+        parser.add_argument("--clusters", type=int, default=20)
+        parser.add_argument("--objective", choices=["f1", "f2"], default="f1")
+        parser.add_argument("--topics", type=int, help="only the first N topics (quick runs)")
+        parser.add_argument("--out", type=Path, default=Path("var/protection"))
+
+    def handle(self, *args, **opts):
+        started = time.perf_counter()
+        collection = Collection.objects.filter(slug=opts["collection"]).first()
+        if collection is None:
+            raise CommandError(f"no collection {opts['collection']!r}")
+        if collection.indexed_version is None:
+            raise CommandError(f"{collection.slug!r} has no index; run build_index first")
+        docs = list(collection.documents.order_by("id").prefetch_related("attachments"))
+        by_pk = {d.pk: d.docid for d in docs}
+        labels = self._labels(collection, opts)  # document pk -> 0/1
+        truth = {by_pk[pk]: bool(v) for pk, v in labels.items() if pk in by_pk}
+        self.stderr.write(f"{sum(truth.values())} sensitive of {len(truth)} labelled documents")
+        try:
+            p_all, threshold, classifier = out_of_fold_scores(
+                collection=collection, labels=labels, objective=opts["objective"]
+            )
+        except ClassifierError as exc:
+            raise CommandError(str(exc)) from None
+        self.stderr.write(f"classifier (held out): {classifier}")
+        grades: dict[str, dict[str, int]] = {}
+        for number, docid, grade in ReferenceRelevance.objects.filter(
+            topic__collection=collection
+        ).values_list("topic__number", "document__docid", "grade"):
+            grades.setdefault(number, {})[docid] = grade
+        topics = [
+            t
+            for t in collection.topics.all()
+            if any(g > 0 for g in grades.get(t.number, {}).values())
+        ]
+        topics.sort(
+            key=lambda t: (0, int(t.number), "") if t.number.isdigit() else (1, 0, t.number)
+        )
+        if opts["topics"]:
+            topics = topics[: opts["topics"]]
+        if len(topics) < 5:
+            raise CommandError(f"{len(topics)} topics with relevant documents: five folds need 5")
+        features = ltr.RankingFeatures.build(
+            (
+                (d.docid, d.subject, d.body, " ".join(a.text for a in d.attachments.all()))
+                for d in docs
+            ),
+            lucene.analyze,
+        )
+        row_of = {d: i for i, d in enumerate(features.docids)}
+        index = index_paths(collection=collection).lucene
+        data, p_trained, p_oracle = [], {}, {}
+        for topic in topics:
+            hits = lucene.search(index, topic.title, k=opts["depth"])
+            docids = [h.docid for h in hits if h.docid in row_of]
+            terms = {"title": lucene.analyze(topic.title)}
+            terms["title+desc"] = lucene.analyze(f"{topic.title} {topic.description}")
+            m = features.matrix(terms, [row_of[d] for d in docids], np.zeros(len(docids)))
+            data.append(
+                protection_eval.Topic(
+                    qid=topic.number,
+                    docids=docids,
+                    bm25=np.array([h.score for h in hits if h.docid in row_of]),
+                    features=ltr.normalise_per_query(m[:, :-2]),
+                    relevance=grades[topic.number],
+                    sensitive={d: True for d in docids if truth.get(d)},
+                )
+            )
+            p_trained[topic.number] = np.array([p_all.get(d, 0.0) for d in docids])
+            p_oracle[topic.number] = np.array([1.0 if truth.get(d) else 0.0 for d in docids])
+        self.stderr.write(f"{len(data)} topics, {opts['depth']} candidates each; training rankers")
+        report = {
+            "collection": collection.slug,
+            "labels": self._label_name(opts),
+            "classifier": classifier,
+        }
+        per_query = {}
+        for name, p, t in (("trained", p_trained, threshold), ("oracle", p_oracle, 0.5)):
+            results = protection_eval.run(
+                data,
+                p,
+                t,
+                classifier=name,
+                restarts=opts["restarts"],
+                workers=opts["workers"],
+                clusters=opts["clusters"],
+                progress=lambda i, n, c: self.stderr.write(f"  {c}: fold {i} of {n}"),
+            )
+            report[name] = protection_eval.summary(results)
+            per_query[name] = results
+        report["seconds"] = round(time.perf_counter() - started, 1)
+        report["sensitive_share_of_candidates"] = float(
+            np.mean([np.mean(p_oracle[t.qid]) for t in data])
+        )
+        out = opts["out"]
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "protection.json").write_text(
+            json.dumps({**report, "per_query": per_query}, indent=1)
+        )
+        with open(out / "protection.csv", "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(
+                ["classifier", "approach", *protection_eval.MEASURES, "tern + / 0 / -", "p vs best"]
+            )
+            for name in ("trained", "oracle"):
+                for approach, row in report[name]["table"].items():
+                    w.writerow(
+                        [
+                            name,
+                            approach,
+                            *(f"{row[m]:.4f}" for m in protection_eval.MEASURES),
+                            "/".join(map(str, row["tern +/0/-"])),
+                            row["p vs best"],
+                        ]
+                    )
+        self._plot(report, out / f"{collection.slug}-protection.png")
+        for name in ("trained", "oracle"):
+            self.stdout.write(f"\n{name} classifier (best on nCS-DCG@10: {report[name]['best']})")
+            self.stdout.write(
+                f"{'approach':<21} {'nDCG':>6} {'TERN1':>6} {'SENS1':>6} {'nCSDCG':>6}  TERN+/0/- p"
+            )
+            for approach, row in report[name]["table"].items():
+                p = "" if row["p vs best"] is None else f"{row['p vs best']:.3g}"
+                self.stdout.write(
+                    f"{approach:<22} {row['ndcg@10']:6.3f} {row['tern@10 M=1']:6.3f} "
+                    f"{row['sens@10 M=1']:6.3f} {row['ncs_dcg@10']:6.3f}  "
+                    f"{'/'.join(map(str, row['tern +/0/-'])):<9}  {p}"
+                )
+        self.stdout.write(
+            f"\nwrote {out}/protection.csv, protection.json and a plot in {report['seconds']} s"
+        )
+
+    def _label_name(self, opts) -> str:
+        if opts["categories"]:
+            return f"categories:{opts['categories']}"
+        if opts["persona"]:
+            return f"persona:{opts['persona']} ({opts['source']})"
+        return f"file:{opts['sensitivity']}"
+
+    def _labels(self, collection, opts) -> dict[int, int]:
+        try:
+            if opts["categories"]:
+                codes = [c for c in opts["categories"].split(",") if c.strip()]
+                return sensitivity_labels(
+                    collection=collection, persona=None, source="categories", categories=codes
+                )
+            if opts["persona"]:
+                persona = Persona.objects.filter(name=opts["persona"]).first()
+                if persona is None:
+                    raise CommandError(f"no persona {opts['persona']!r}")
+                return sensitivity_labels(
+                    collection=collection, persona=persona, source=opts["source"]
+                )
+        except ClassifierError as exc:
+            raise CommandError(str(exc)) from None
+        try:
+            data = opts["sensitivity"].read_bytes()
+        except OSError as exc:
+            raise CommandError(f"cannot read {opts['sensitivity']}: {exc.strerror}") from None
+        pks = dict(collection.documents.values_list("docid", "pk"))
+        labels, problems = {}, []
+        for item in iter_qrels(data, opts["sensitivity"].name, fmt="binary"):
+            if isinstance(item, Issue):
+                problems.append(str(item))
+            elif item.docid not in pks:
+                problems.append(
+                    f"{opts['sensitivity'].name}:{item.line}: unknown document {item.docid!r}"
+                )
+            else:
+                labels[pks[item.docid]] = max(labels.get(pks[item.docid], 0), item.grade)
+        if problems:
+            raise CommandError("the sensitivity file is malformed:\n" + "\n".join(problems[:20]))
+        return labels
+
+    def _plot(self, report, path: Path) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        approaches = list(report["trained"]["table"])
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+        for ax, measure in zip(axes, ("ncs_dcg@10", "tern@10 M=1"), strict=True):
+            x = np.arange(len(approaches))
+            for offset, name in ((-0.2, "trained"), (0.2, "oracle")):
+                values = [report[name]["table"][a][measure] for a in approaches]
+                ax.bar(x + offset, values, width=0.4, label=f"{name} classifier")
+            ax.set_xticks(x, approaches, rotation=60, ha="right", fontsize=8)
+            ax.set_title(measure)
+            ax.grid(axis="y", alpha=0.3)
+        axes[0].legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
