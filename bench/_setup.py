@@ -30,3 +30,20 @@ def corpus_root() -> Path:
 
     cache = Path(os.environ.get("SASC_CORPUS_CACHE", ROOT / "var" / "cache"))
     return corpus.fetch(cache)
+
+
+def demo_collection(label: str):
+    """Migrate a fresh database, import the demo corpus (SpamAssassin ham) and index it."""
+    django_setup(label)
+    from annotate import services
+    from annotate.demo import corpus
+    from annotate.models import Collection
+    from ranking.services import index_build
+
+    root = corpus_root()
+    collection = Collection.objects.create(name="Demo", slug=f"demo-{label}")
+    for folder in corpus.HAM_FOLDERS:
+        services.import_run(collection=collection, fmt="emails", path=root / folder)
+    index_build(collection_id=collection.pk)
+    collection.refresh_from_db()
+    return collection

@@ -19,7 +19,7 @@ import statistics
 import time
 
 import numpy as np
-from _setup import corpus_root, django_setup
+from _setup import demo_collection
 
 
 def synthetic(rows: int, terms: int = 200_000, per_row: int = 120, seed: int = 0):
@@ -107,19 +107,12 @@ def bench_synthetic(rows: int, repeat: int) -> None:
 
 
 def bench_demo(repeat: int) -> None:
-    django_setup("active")
+    collection = demo_collection("active")
     from annotate import roles, services
-    from annotate.demo import corpus
-    from annotate.models import Collection, LearningModel, LearningPlan, Persona, Task, Topic
+    from annotate.models import LearningModel, LearningPlan, Persona, Task, Topic
     from ranking import learning
-    from ranking.services import collection_features, index_build
+    from ranking.services import collection_features
 
-    root = corpus_root()
-    collection = Collection.objects.create(name="Demo", slug="demo-bench")
-    for folder in corpus.HAM_FOLDERS:
-        services.import_run(collection=collection, fmt="emails", path=root / folder)
-    index_build(collection_id=collection.pk)
-    collection.refresh_from_db()
     matrix = collection_features(collection=collection).matrix
     topic = Topic.objects.create(collection=collection, number="1", title="software release")
     annotator = services.user_create(

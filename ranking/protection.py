@@ -45,7 +45,8 @@ class Query:
     sensitive: dict[str, bool] = field(default_factory=dict)
 
     def __post_init__(self):
-        self.features = np.asarray(self.features, dtype=float).reshape(len(self.docids), -1)
+        f = np.asarray(self.features, dtype=float)
+        self.features = f.reshape(len(self.docids), f.shape[-1] if f.ndim == 2 else -1)
         self.p_sensitive = np.asarray(self.p_sensitive, dtype=float)
 
     def subset(self, keep: np.ndarray) -> "Query":

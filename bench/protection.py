@@ -1,0 +1,203 @@
+"""Latency of one protected query against bare BM25, in the same run.
+
+Protected: BM25 top 100 from Lucene, the ranking features of those 100 (two query fields x
+four document fields, from the per-field statistics held in memory), the stored
+P(sensitive) of each, a joint linear ranker (trained by coordinate ascent on nCS-DCG@10),
+and the dynamic cutoff. Bare: the same Lucene search alone.
+
+1. Synthetic: 100,000 generated messages (Zipf-distributed words, 6-word subjects, 80-word
+   bodies), P(sensitive) drawn per message; the joint ranker trained on 20 generated
+   queries whose relevant documents hold both query words.
+2. The demo collection (4,146 messages); P(sensitive) drawn per message (the demo has no
+   persona labels to train a classifier from; scoring stored probabilities costs the same).
+
+    .venv/bin/python bench/protection.py [--docs 100000] [--queries 300]
+"""
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _setup import ROOT, demo_collection
+
+
+def percentile(values, q):
+    return float(np.percentile(np.asarray(values) * 1000, q))
+
+
+def measure(index, features, p_sensitive, ranker, threshold, queries, *, lucene, ltr, protection):
+    row_of = {d: i for i, d in enumerate(features.docids)}
+    bare, protected = [], []
+    queries = [q for q in queries if lucene.search(index, q, k=100)]  # warm, and drop no-hit
+    for q in queries:
+        t0 = time.perf_counter()
+        lucene.search(index, q, k=100)
+        bare.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        hits = lucene.search(index, q, k=100)
+        docids = [h.docid for h in hits]
+        rows = [row_of[d] for d in docids]
+        terms = lucene.analyze(q)
+        p = p_sensitive[rows]
+        m = features.matrix({"title": terms, "title+desc": terms}, rows, p)
+        f = np.hstack([ltr.normalise_per_query(m[:, :-2]), m[:, -2:]])
+        query = protection.Query("q", docids, f, p)
+        ranking = ranker.rank(query)
+        ranking[: protection.dynamic_cutoff(query, threshold)]
+        protected.append(time.perf_counter() - t0)
+    return bare, protected
+
+
+def report(label, bare, protected):
+    b50, b95 = percentile(bare, 50), percentile(bare, 95)
+    p50, p95 = percentile(protected, 50), percentile(protected, 95)
+    print(
+        f"{label:<26} bare BM25 p50 {b50:6.1f} ms p95 {b95:6.1f}   protected p50 {p50:6.1f} ms "
+        f"p95 {p95:6.1f}   ({len(bare)} queries)"
+    )
+
+
+def train_joint(features, p_sensitive, queries, docs_words, *, lucene, ltr, protection):
+    """A joint ranker trained by coordinate ascent on generated relevance and sensitivity."""
+    row_of = {d: i for i, d in enumerate(features.docids)}
+    training = []
+    for q in queries:
+        hits = lucene.search(INDEX[0], q, k=100)
+        docids = [h.docid for h in hits]
+        rows = [row_of[d] for d in docids]
+        terms = lucene.analyze(q)
+        words = set(terms)
+        relevance = {d: 1 for d, r in zip(docids, rows, strict=True) if words <= docs_words[r]}
+        sensitive = {d: True for d, r in zip(docids, rows, strict=True) if p_sensitive[r] > 0.8}
+        p = p_sensitive[rows]
+        m = features.matrix({"title": terms, "title+desc": terms}, rows, p)
+        f = np.hstack([ltr.normalise_per_query(m[:, :-2]), m[:, -2:]])
+        training.append(protection.Query(q, docids, f, p, relevance, sensitive))
+    t0 = time.perf_counter()
+    ranker, value = protection.coordinate_ascent(training, "ncs_dcg", restarts=1, iterations=3)
+    print(
+        f"joint ranker: nCS-DCG@10 {value:.3f} on {len(training)} training queries, trained in "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
+    return ranker
+
+
+INDEX: list = []
+
+
+def synthetic(n_docs: int, n_queries: int) -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from ranking import ltr, lucene, protection
+
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"w{i}x" for i in range(30_000)])
+    weights = 1 / np.arange(1, len(vocab) + 1) ** 1.05
+    weights /= weights.sum()
+    subjects = rng.choice(len(vocab), (n_docs, 6), p=weights)
+    bodies = rng.choice(len(vocab), (n_docs, 80), p=weights)
+    docids = [f"s{i}" for i in range(n_docs)]
+    folder = Path(tempfile.mkdtemp(prefix="sasc-bench-protection-"))
+    t0 = time.perf_counter()
+    lucene.build_index(
+        folder / "lucene",
+        (
+            (d, " ".join(vocab[subjects[i]]) + "\n\n" + " ".join(vocab[bodies[i]]))
+            for i, d in enumerate(docids)
+        ),
+    )
+    print(f"synthetic: {n_docs:,} messages indexed in {time.perf_counter() - t0:.1f} s")
+    INDEX[:] = [folder / "lucene"]
+    t0 = time.perf_counter()
+    features = ltr.RankingFeatures.build(
+        (
+            (d, " ".join(vocab[subjects[i]]), " ".join(vocab[bodies[i]]), "")
+            for i, d in enumerate(docids)
+        ),
+        str.split,
+    )
+    print(f"synthetic: per-field statistics built in {time.perf_counter() - t0:.1f} s")
+    p_sensitive = rng.beta(0.5, 3.0, n_docs)
+    mid = np.arange(200, 3000)
+    queries = [" ".join(vocab[rng.choice(mid, 2, replace=False)]) for _ in range(n_queries)]
+    words = [set(vocab[subjects[i]]) | set(vocab[bodies[i]]) for i in range(n_docs)]  # analysed
+    ranker = train_joint(
+        features, p_sensitive, queries[:20], words, lucene=lucene, ltr=ltr, protection=protection
+    )
+    bare, protected = measure(
+        INDEX[0],
+        features,
+        p_sensitive,
+        ranker,
+        0.5,
+        queries[20:],
+        lucene=lucene,
+        ltr=ltr,
+        protection=protection,
+    )
+    report(f"synthetic {n_docs:,} messages", bare, protected)
+
+
+def demo(n_queries: int) -> None:
+    collection = demo_collection("protection")
+    from annotate.models import Document
+    from ranking import ltr, lucene, protection
+    from ranking.services import index_paths
+
+    docs = list(
+        Document.objects.filter(collection=collection)
+        .order_by("id")
+        .prefetch_related("attachments")
+    )
+    features = ltr.RankingFeatures.build(
+        ((d.docid, d.subject, d.body, " ".join(a.text for a in d.attachments.all())) for d in docs),
+        lucene.analyze,
+    )
+    rng = np.random.default_rng(1)
+    p_sensitive = rng.beta(0.5, 3.0, len(docs))
+    INDEX[:] = [index_paths(collection=collection).lucene]
+    subjects = [d.subject for d in docs if len(d.subject.split()) >= 2]
+    queries = [
+        " ".join(rng.choice(s.split(), 2, replace=False)) for s in rng.choice(subjects, n_queries)
+    ]
+    words = [set(lucene.analyze(f"{d.subject} {d.body}")) for d in docs]
+    ranker = train_joint(
+        features,
+        p_sensitive,
+        queries[:20],
+        [set(w) for w in words],
+        lucene=lucene,
+        ltr=ltr,
+        protection=protection,
+    )
+    bare, protected = measure(
+        INDEX[0],
+        features,
+        p_sensitive,
+        ranker,
+        0.5,
+        queries[20:],
+        lucene=lucene,
+        ltr=ltr,
+        protection=protection,
+    )
+    report(f"demo {len(docs):,} messages", bare, protected)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--skip-demo", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_demo:
+        demo(args.queries)
+    synthetic(args.docs, args.queries)
+    print("(medians and 95th percentiles over the queries; one process, warm caches)")
+
+
+if __name__ == "__main__":
+    main()
