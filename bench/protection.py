@@ -87,11 +87,21 @@ def train_joint(features, p_sensitive, queries, docs_words, *, lucene, ltr, prot
 INDEX: list = []
 
 
+def train_and_measure(label, features, p_sensitive, queries, words) -> None:
+    """Train the joint ranker on the first 20 queries, time the others, print the figures."""
+    from ranking import ltr, lucene, protection
+
+    mods = {"lucene": lucene, "ltr": ltr, "protection": protection}
+    ranker = train_joint(features, p_sensitive, queries[:20], words, **mods)
+    bare, protected = measure(INDEX[0], features, p_sensitive, ranker, 0.5, queries[20:], **mods)
+    report(label, bare, protected)
+
+
 def synthetic(n_docs: int, n_queries: int) -> None:
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from ranking import ltr, lucene, protection
+    from ranking import ltr, lucene
 
     rng = np.random.default_rng(0)
     vocab = np.array([f"w{i}x" for i in range(30_000)])
@@ -124,27 +134,13 @@ def synthetic(n_docs: int, n_queries: int) -> None:
     mid = np.arange(200, 3000)
     queries = [" ".join(vocab[rng.choice(mid, 2, replace=False)]) for _ in range(n_queries)]
     words = [set(vocab[subjects[i]]) | set(vocab[bodies[i]]) for i in range(n_docs)]  # analysed
-    ranker = train_joint(
-        features, p_sensitive, queries[:20], words, lucene=lucene, ltr=ltr, protection=protection
-    )
-    bare, protected = measure(
-        INDEX[0],
-        features,
-        p_sensitive,
-        ranker,
-        0.5,
-        queries[20:],
-        lucene=lucene,
-        ltr=ltr,
-        protection=protection,
-    )
-    report(f"synthetic {n_docs:,} messages", bare, protected)
+    train_and_measure(f"synthetic {n_docs:,} messages", features, p_sensitive, queries, words)
 
 
 def demo(n_queries: int) -> None:
     collection = demo_collection("protection")
     from annotate.models import Document
-    from ranking import ltr, lucene, protection
+    from ranking import ltr, lucene
     from ranking.services import index_paths
 
     docs = list(
@@ -164,27 +160,7 @@ def demo(n_queries: int) -> None:
         " ".join(rng.choice(s.split(), 2, replace=False)) for s in rng.choice(subjects, n_queries)
     ]
     words = [set(lucene.analyze(f"{d.subject} {d.body}")) for d in docs]
-    ranker = train_joint(
-        features,
-        p_sensitive,
-        queries[:20],
-        [set(w) for w in words],
-        lucene=lucene,
-        ltr=ltr,
-        protection=protection,
-    )
-    bare, protected = measure(
-        INDEX[0],
-        features,
-        p_sensitive,
-        ranker,
-        0.5,
-        queries[20:],
-        lucene=lucene,
-        ltr=ltr,
-        protection=protection,
-    )
-    report(f"demo {len(docs):,} messages", bare, protected)
+    train_and_measure(f"demo {len(docs):,} messages", features, p_sensitive, queries, words)
 
 
 def main():
