@@ -385,7 +385,9 @@ def learning_step(*, plan_id: int) -> dict:
         model, created = _record(plan, trained) if trained else (latest, False)
         state = plan_state(plan)  # judgments may have arrived while training
         report["model"] = model.version if model else None
-        report["added"] = _top_up(plan, state, model, matrix, row_of, candidates, size)
+        report["added"], report["picked_by"] = _top_up(
+            plan, state, model, matrix, row_of, candidates, size
+        )
         if len(state.labels) >= plan.budget:
             plan.status = LearningPlan.Status.FINISHED
             plan.status_message = f"Budget spent: {len(state.labels)} documents judged"
@@ -559,14 +561,14 @@ def _record(plan: LearningPlan, trained: dict) -> tuple[LearningModel, bool]:
     return LearningModel.objects.create(plan=plan, trained_at=timezone.now(), **trained), True
 
 
-def _top_up(plan, state, model, matrix, row_of, candidates, size) -> int:
+def _top_up(plan, state, model, matrix, row_of, candidates, size) -> tuple[int, str]:
     """Queue documents until one batch beyond the one being judged waits, within budget
-    (caller holds the plan lock)."""
+    (caller holds the plan lock); return how many, and the strategy that picked them."""
     target = size * (1 + LOOKAHEAD_BATCHES)
     room = plan.budget - len(state.labels) - len(state.queued)
     want = min(target - len(state.queued), room)
     if want <= 0:
-        return 0
+        return 0, ""
     taken_docs = set(state.labels) | state.queued
     taken = list(_doc_rows(plan, row_of, taken_docs).values())
     p = np.load(model.scores_path) if model is not None else None
@@ -576,12 +578,13 @@ def _top_up(plan, state, model, matrix, row_of, candidates, size) -> int:
         p_sensitive = _sensitivity_scores(plan, matrix, row_of, state)
         if p_sensitive is not None and p is not None:
             rows = active.select_sensitivity_uncertain(p, p_sensitive, candidates, taken, want)
-            return _enqueue(plan, _documents_of_rows(plan, matrix, rows), Task.Source.ACTIVE)
+            docs = _documents_of_rows(plan, matrix, rows)
+            return _enqueue(plan, docs, Task.Source.ACTIVE), "sensitivity"
         strategy = "cal"  # until both sensitivity answers were given
     if p is None:
         strategy = "spl"
     rows = active.select(strategy, p, candidates, taken, want, seed=seed)
-    return _enqueue(plan, _documents_of_rows(plan, matrix, rows), Task.Source.ACTIVE)
+    return _enqueue(plan, _documents_of_rows(plan, matrix, rows), Task.Source.ACTIVE), strategy
 
 
 def _sensitivity_scores(plan, matrix, row_of, state) -> np.ndarray | None:
@@ -643,15 +646,8 @@ def queue_top_up(*, project: AnnotationProject) -> int:
                 continue
             state = plan_state(locked)
             matrix, row_of, candidates = _rows(locked)
-            added += _top_up(
-                locked,
-                state,
-                model,
-                matrix,
-                row_of,
-                candidates,
-                batch_size(locked, len(candidates)),
-            )
+            size = batch_size(locked, len(candidates))
+            added += _top_up(locked, state, model, matrix, row_of, candidates, size)[0]
         learning_nudge(plan_id=plan.pk)
     return added
 

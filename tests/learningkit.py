@@ -67,8 +67,9 @@ def generated_collection(tmp_path, n=160, relevant=20) -> tuple[Collection, set[
     return c, truth
 
 
-def judge_next(project, annotator, truth) -> Task | None:
-    """Claim the next task and answer it from the truth, as a careful annotator would."""
+def judge_next(project, annotator, truth, sensitive=frozenset()) -> Task | None:
+    """Claim the next task and answer it from the truth, as a careful annotator would
+    (``sensitive``: the docids the persona would not want shown)."""
     assignment = services.task_claim(user=annotator, project=project)
     if assignment is None:
         return None
@@ -79,7 +80,7 @@ def judge_next(project, annotator, truth) -> Task | None:
         idempotency_key=f"k{task.pk}",
         answers=services.Answers(
             relevance=2 if task.document.docid in truth else 0,
-            persona_sensitive="no",
+            persona_sensitive="yes" if task.document.docid in sensitive else "no",
             personal_sensitive="no",
         ),
         active_seconds=3.0,

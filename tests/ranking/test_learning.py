@@ -290,3 +290,32 @@ def test_lead_pages_start_plans_show_progress_and_mark_seeds(setup, login, users
         assert other_client.get(page).status_code in (403, 404)
         assert other_client.post(mark, {"relevance": "0"}).status_code in (403, 404)
     assert topic.seeds.count() == 2
+
+
+def test_sensitivity_strategy_queues_likely_relevant_documents_of_uncertain_sensitivity(setup):
+    project, topic, annotator, truth = setup
+    persona = project.personas.get()
+    plan = _learning_plan(
+        project,
+        topic,
+        truth,
+        strategy=LearningPlan.Strategy.SENSITIVITY,
+        sensitivity_persona=persona,
+        batch_size=6,
+    )
+    # About half the relevant documents are sensitive for the persona.
+    sensitive = {d for d in truth if int(d) % 2}
+    for _ in range(12):
+        judge_next(project, annotator, truth, sensitive)
+    answers = Judgment.objects.filter(task__topic=topic).values_list("persona_sensitive", flat=True)
+    assert {"yes", "no"} <= set(answers)
+    assert learning.plan_state(plan).queued == set()  # both batches judged
+    done = learning.learning_step(plan_id=plan.pk)
+    assert done["picked_by"] == "sensitivity" and done["added"] == 12
+    model = LearningModel.objects.filter(plan=plan).latest()
+    added = learning.plan_state(plan).queued
+    scores = np.load(model.scores_path)
+    row_of = {d: i for i, d in enumerate(learning._rows(plan)[0].docids)}
+    docids = dict(Document.objects.filter(pk__in=added).values_list("pk", "docid"))
+    # Picked among the likely relevant only (P(relevant) >= 0.5 under the selector).
+    assert all(scores[row_of[docids[pk]]] >= 0.5 for pk in added)
