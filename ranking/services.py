@@ -89,6 +89,18 @@ def _remove_old_versions(collection: Collection, keep: int) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def reference_qrels(*, collection: Collection) -> dict[str, dict[str, int]]:
+    """The collection's imported qrels: ``{topic number: {docid: grade}}``."""
+    from annotate.models import ReferenceRelevance
+
+    qrels: dict[str, dict[str, int]] = {}
+    for number, docid, grade in ReferenceRelevance.objects.filter(
+        topic__collection=collection
+    ).values_list("topic__number", "document__docid", "grade"):
+        qrels.setdefault(number, {})[docid] = grade
+    return qrels
+
+
 def collection_features(*, collection: Collection) -> features.FeatureMatrix:
     """Return the memory-mapped TF-IDF matrix of the collection's indexed version."""
     if collection.indexed_version is None:

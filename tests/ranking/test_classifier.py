@@ -94,3 +94,35 @@ def test_the_lead_trains_from_the_page_and_reads_the_report(
     assert b"Give the category codes" in r.content
     for role in ("annotator", "searcher", "archivist"):
         assert login(users[role]).get(url).status_code in (403, 404)
+
+
+def test_annotators_answers_train_the_classifier_and_dont_know_is_no_label(make_project):
+    from django.utils import timezone
+
+    from annotate import services
+    from annotate.models import Task
+
+    project, (annotator,) = make_project(annotators=1, n_tasks=30)
+    persona = project.personas.get()
+    answers = {}
+    while (a := services.task_claim(user=annotator, project=project)) is not None:
+        task = Task.objects.select_related("document").get(pk=a.task_id)
+        text = f"{task.document.subject} {task.document.body}".lower()
+        answer = "dont_know" if len(answers) % 7 == 6 else ("yes" if "linux" in text else "no")
+        answers[task.document_id] = answer
+        services.judgment_submit(
+            user=annotator,
+            task_id=task.pk,
+            idempotency_key=f"c{task.pk}",
+            answers=services.Answers(1, answer, "no"),
+            active_seconds=2.0,
+            started_at=timezone.now(),
+        )
+    labels = classifier.sensitivity_labels(
+        collection=project.collection, persona=persona, source="annotations"
+    )
+    assert labels == {d: int(a == "yes") for d, a in answers.items() if a != "dont_know"}
+    model = classifier.sensitivity_model_train(
+        collection=project.collection, persona=persona, source="annotations"
+    )
+    assert model.report["n"] == len(labels) and model.report["positives"] == sum(labels.values())

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.models import Collection, ReferenceRelevance
+from annotate.models import Collection
 from ranking import lucene, runs
 from ranking.pooling import FIELDS
-from ranking.services import index_paths
+from ranking.services import index_paths, reference_qrels
 
 
 class Command(BaseCommand):
@@ -43,11 +43,7 @@ class Command(BaseCommand):
                 runs.write_trec_run(run, fh, tag=tag)
         else:
             runs.write_trec_run(run, sys.stdout, tag=tag)
-        qrels: dict[str, dict[str, int]] = {}
-        for number, docid, grade in ReferenceRelevance.objects.filter(
-            topic__collection=collection
-        ).values_list("topic__number", "document__docid", "grade"):
-            qrels.setdefault(number, {})[docid] = grade
+        qrels = reference_qrels(collection=collection)
         out = self.stderr if not opts["out"] else self.stdout
         out.write(f"{len(run)} topics searched in {seconds:.1f} s ({tag})")
         if qrels:

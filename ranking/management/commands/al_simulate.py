@@ -6,11 +6,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.models import Collection, ReferenceRelevance
-from annotate.parsing import Issue
-from annotate.parsing.trec import QREL_FORMATS, iter_qrels
-from ranking import active, pooling, simulate
-from ranking.services import collection_features, index_paths
+from annotate.models import Collection
+from annotate.parsing.trec import QREL_FORMATS
+from ranking import active, pooling, runs, simulate
+from ranking.services import collection_features, index_paths, reference_qrels
 
 MEASURES = {"f1": "F1 of the labels", "recall": "recall of the labels", "tau": "Kendall tau (MAP)"}
 
@@ -146,25 +145,13 @@ class Command(BaseCommand):
         self.stdout.write(f"wrote {out / 'al_simulate.json'} and 3 plots")
 
     def _qrels(self, collection, opts) -> dict[str, dict[str, int]]:
-        grades: dict[str, dict[str, int]] = {}
         if opts["qrels"]:
             try:
-                data = opts["qrels"].read_bytes()
-            except OSError as exc:
-                raise CommandError(f"cannot read {opts['qrels']}: {exc.strerror}") from None
-            problems = []
-            for item in iter_qrels(data, opts["qrels"].name, fmt=opts["qrels_format"]):
-                if isinstance(item, Issue):
-                    problems.append(str(item))
-                else:
-                    grades.setdefault(item.topic, {})[item.docid] = item.grade
-            if problems:
-                raise CommandError("the qrels file is malformed:\n" + "\n".join(problems[:20]))
+                grades = runs.read_qrels_file(opts["qrels"], opts["qrels_format"])
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
         else:
-            for number, docid, grade in ReferenceRelevance.objects.filter(
-                topic__collection=collection
-            ).values_list("topic__number", "document__docid", "grade"):
-                grades.setdefault(number, {})[docid] = grade
+            grades = reference_qrels(collection=collection)
         if not grades:
             raise CommandError(f"no reference qrels for {collection.slug!r}; pass --qrels")
         return grades

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.models import Collection, Persona, ReferenceRelevance
+from annotate.models import Collection, Persona
 from annotate.parsing import Issue
-from annotate.parsing.trec import iter_qrels
-from ranking import ltr, lucene, protection_eval
+from annotate.parsing.trec import QREL_FORMATS, iter_qrels
+from ranking import ltr, lucene, protection_eval, runs
 from ranking.classifier import ClassifierError, out_of_fold_scores, sensitivity_labels
-from ranking.services import index_paths
+from ranking.services import index_paths, reference_qrels
 
 
 class Command(BaseCommand):
@@ -30,6 +30,10 @@ class Command(BaseCommand):
         labels.add_argument("--persona", help="a persona's final labels (annotations)")
         labels.add_argument("--sensitivity", type=Path, help="a file in the sensitivity format")
         parser.add_argument("--source", choices=["annotations", "reference"], default="annotations")
+        parser.add_argument(
+            "--qrels", type=Path, help="relevance qrels file (default: the imported qrels)"
+        )
+        parser.add_argument("--qrels-format", choices=QREL_FORMATS, default="trec")
         parser.add_argument("--depth", type=int, default=100, help="BM25 candidates per topic")
         parser.add_argument("--restarts", type=int, default=3)
         parser.add_argument("--workers", type=int, default=2)
@@ -57,11 +61,13 @@ class Command(BaseCommand):
         except ClassifierError as exc:
             raise CommandError(str(exc)) from None
         self.stderr.write(f"classifier (held out): {classifier}")
-        grades: dict[str, dict[str, int]] = {}
-        for number, docid, grade in ReferenceRelevance.objects.filter(
-            topic__collection=collection
-        ).values_list("topic__number", "document__docid", "grade"):
-            grades.setdefault(number, {})[docid] = grade
+        if opts["qrels"]:
+            try:
+                grades = runs.read_qrels_file(opts["qrels"], opts["qrels_format"])
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+        else:
+            grades = reference_qrels(collection=collection)
         topics = [
             t
             for t in collection.topics.all()
