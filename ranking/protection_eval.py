@@ -82,10 +82,12 @@ def run(
     restarts: int = 3,
     workers: int = 1,
     clusters: int = 20,
+    joint_objective: str = "ncs_dcg",
     seed: int = 0,
     progress=None,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """Per approach, per test topic, the measures. ``p_sensitive``: qid -> P per candidate."""
+    """Per approach, per test topic, the measures. ``p_sensitive``: qid -> P per candidate;
+    the joint ranker optimises ``joint_objective``@10 (``protection.OBJECTIVES``)."""
     folds = folds_of(topics)
     results: dict[str, dict[str, dict[str, float]]] = {a: {} for a in APPROACHES}
     ca = dict(k=10, restarts=restarts, workers=workers, seed=seed)
@@ -101,7 +103,7 @@ def run(
         demote, _ = protection.coordinate_ascent(
             [protection.demoted(q) for q in plain], "ndcg", **ca
         )
-        joint, _ = protection.coordinate_ascent(joint_q, "ncs_dcg", **ca)
+        joint, _ = protection.coordinate_ascent(joint_q, joint_objective, **ca)
         validation = []
         for j in valid:
             q = _query(topics[j], p_sensitive[topics[j].qid], with_p=True)

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotate.models import Collection, Persona
 from annotate.parsing import Issue
 from annotate.parsing.trec import QREL_FORMATS, iter_qrels
-from ranking import ltr, lucene, protection_eval, runs
+from ranking import ltr, lucene, protection, protection_eval, runs
 from ranking.classifier import ClassifierError, out_of_fold_scores, sensitivity_labels
 from ranking.services import index_paths, reference_qrels
 
@@ -38,6 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("--restarts", type=int, default=3)
         parser.add_argument("--workers", type=int, default=2)
         parser.add_argument("--clusters", type=int, default=20)
+        parser.add_argument(
+            "--joint-objective",
+            choices=[o for o in protection.OBJECTIVES if o != "ndcg"],
+            default="ncs_dcg",
+            help="the measure (at 10) the joint ranker optimises",
+        )
         parser.add_argument("--objective", choices=["f1", "f2"], default="f1")
         parser.add_argument("--topics", type=int, help="only the first N topics (quick runs)")
         parser.add_argument("--out", type=Path, default=Path("var/protection"))
@@ -112,6 +118,7 @@ class Command(BaseCommand):
         report = {
             "collection": collection.slug,
             "labels": self._label_name(opts),
+            "joint_objective": opts["joint_objective"],
             "classifier": classifier,
         }
         per_query = {}
@@ -124,6 +131,7 @@ class Command(BaseCommand):
                 restarts=opts["restarts"],
                 workers=opts["workers"],
                 clusters=opts["clusters"],
+                joint_objective=opts["joint_objective"],
                 progress=lambda i, n, c: self.stderr.write(f"  {c}: fold {i} of {n}"),
             )
             report[name] = protection_eval.summary(results)
