@@ -50,7 +50,7 @@ from ranking import active, features
 
 logger = logging.getLogger(__name__)
 
-RDS_AHEAD = 3  # documents of the RDS walk queued at a time
+RDS_AHEAD = 3  # documents of the RDS walk kept queued
 LOOKAHEAD_BATCHES = 1  # batches queued beyond the one being judged
 
 
@@ -426,10 +426,12 @@ def _seed_step(plan: LearningPlan, state: PlanState) -> dict:
 
 
 def _rds_walk(plan: LearningPlan, state: PlanState, relevant: int, nonrelevant: int) -> dict:
-    """Queue the next documents of the RDS system's ranking (caller holds the plan lock)."""
-    if state.walking:
-        return {"status": plan.status, "waiting": len(state.walking)}
+    """Keep ``RDS_AHEAD`` documents of the RDS system's ranking queued, so the annotator does
+    not wait for a step between them (caller holds the plan lock). Gives up, flagging the
+    topic, once ``rds_max`` documents were walked and judged without enough of each kind."""
     if plan.rds_walked >= plan.rds_max:
+        if state.walking:
+            return {"status": plan.status, "waiting": len(state.walking)}
         plan.status = LearningPlan.Status.FLAGGED
         plan.status_message = (
             f"RDS gave up after {plan.rds_walked} documents of {plan.rds_system}: "
@@ -438,18 +440,21 @@ def _rds_walk(plan: LearningPlan, state: PlanState, relevant: int, nonrelevant: 
         )
         plan.save(update_fields=["status", "status_message"])
         return {"status": plan.status}
+    want = RDS_AHEAD - len(state.walking)
+    if want <= 0:
+        return {"status": plan.status, "waiting": len(state.walking)}
     ranking = _system_ranking(plan, depth=plan.rds_max)
-    judged = set(state.labels)
+    taken = set(state.labels) | state.queued
     take = []
     walked = plan.rds_walked
     for doc in ranking[walked:]:
         walked += 1
-        if doc.pk not in judged:
+        if doc.pk not in taken:
             take.append(doc)
-        if len(take) >= RDS_AHEAD or walked >= plan.rds_max:
+        if len(take) >= want or walked >= plan.rds_max:
             break
-    if not take and walked >= len(ranking):
-        walked = plan.rds_max  # the ranking ran out: give up on the next step
+    if walked >= len(ranking):
+        walked = plan.rds_max  # the ranking ran out: nothing more to walk
     plan.rds_walked = walked
     plan.status_message = (
         f"Walking down {plan.rds_system}: {walked} of at most {plan.rds_max} documents, "
@@ -457,8 +462,8 @@ def _rds_walk(plan: LearningPlan, state: PlanState, relevant: int, nonrelevant: 
     )
     plan.save(update_fields=["rds_walked", "status_message"])
     added = _enqueue(plan, take, Task.Source.SEED)
-    if not take:
-        learning_nudge(plan_id=plan.pk)
+    if not take and not state.walking:
+        learning_nudge(plan_id=plan.pk)  # the next step flags the topic
     return {"status": plan.status, "added": added}
 
 
