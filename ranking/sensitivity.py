@@ -191,6 +191,8 @@ class Report:
     balanced_accuracy: float
     top_sensitive: list[tuple[str, float]]
     top_not_sensitive: list[tuple[str, float]]
+    baseline_f1: float = 0.0  # F1 of calling every document sensitive
+    warning: str = ""
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -265,4 +267,11 @@ def train(matrix, labels, names: list[str], *, objective: str = "f1", seed: int 
         top_sensitive=[(names[i], round(float(coef[i]), 4)) for i in order[::-1][:15]],
         top_not_sensitive=[(names[i], round(float(coef[i]), 4)) for i in order[:15]],
     )
+    report.baseline_f1 = 2 * positives / (len(y) + positives)
+    if report.balanced_accuracy < 0.6 or report.f1 <= report.baseline_f1 + 0.01:
+        report.warning = (
+            f"no better than chance (balanced accuracy {report.balanced_accuracy:.2f}; F1 "
+            f"{report.f1:.2f} against {report.baseline_f1:.2f} for calling everything "
+            "sensitive): more, or more consistent, labels are needed before relying on it"
+        )
     return Trained(calibrated, threshold, report)

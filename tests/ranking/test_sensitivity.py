@@ -79,7 +79,7 @@ def test_training_separates_a_learnable_signal_and_reports_it():
     trained = s.train(matrix, labels, featurizer.names, objective="f2")
     r = trained.report
     assert (r.n, r.positives, r.objective) == (120, 24, "f2")
-    assert r.f1 > 0.9 and r.recall > 0.9 and r.balanced_accuracy > 0.9
+    assert r.f1 > 0.9 and r.recall > 0.9 and r.balanced_accuracy > 0.9 and not r.warning
     assert {name for name, _w in r.top_sensitive[:3]} & {
         "body:diagnosis",
         "body:hospital",
@@ -97,3 +97,14 @@ def test_training_refuses_too_few_examples_of_a_class():
         s.train(matrix, [1, 1] + [0] * 18, [])
     with pytest.raises(ValueError, match="objective must be f1 or f2"):
         s.train(matrix, labels, [], objective="f3")
+
+
+def test_a_classifier_no_better_than_chance_says_so():
+    # (random labels over 400 messages: flagged for each of the seeds 5 to 9 tried)
+    msgs, _labels = messages(400)
+    rng = np.random.default_rng(5)
+    noise = (rng.random(len(msgs)) < 0.2).astype(int).tolist()  # labels unrelated to content
+    featurizer = s.Featurizer()
+    r = s.train(featurizer.fit_transform(msgs), noise, featurizer.names).report
+    assert "no better than chance" in r.warning
+    assert r.baseline_f1 == pytest.approx(2 * sum(noise) / (len(noise) + sum(noise)))

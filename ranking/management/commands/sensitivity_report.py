@@ -58,6 +58,8 @@ class Command(BaseCommand):
         for name in ("precision", "recall", "f1", "f2", "accuracy", "balanced_accuracy"):
             out(f"    {name:<18} {r[name]:.3f}")
         out(f"  predicted sensitive: {r['predicted_sensitive']} of {r['documents_scored']}")
+        if r.get("warning"):
+            out(self.style.WARNING(f"  warning: {r['warning']}"))
         out(
             "  most indicative of sensitive: "
             + ", ".join(f"{n} ({w:+.2f})" for n, w in r["top_sensitive"][:10])
