@@ -7,6 +7,7 @@ from rest_framework.permissions import IsAuthenticated
 from annotate import annotation_api, api, judging, lead, views
 from config.health import health
 from ranking import views as ranking_views
+from review import views as review_views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -136,6 +137,21 @@ urlpatterns = [
             url_name="api-schema", permission_classes=[IsAuthenticated]
         ),
         name="api-docs",
+    ),
+    path("search/", review_views.search_list, name="searcher-home"),
+    path("search/<slug:slug>/", review_views.search, name="searcher-search"),
+    path(
+        "search/<slug:slug>/released/<int:search_id>/",
+        review_views.released,
+        name="searcher-released",
+    ),
+    path("search/<slug:slug>/documents/<int:pk>/", review_views.document, name="searcher-document"),
+    path("review/", review_views.queue, name="review-queue"),
+    path("review/<int:persona_id>/<int:document_id>/", review_views.item, name="review-item"),
+    path(
+        "review/<int:persona_id>/<int:document_id>/decide/",
+        review_views.decide,
+        name="review-decide",
     ),
     path("admin/", admin.site.urls),
 ]

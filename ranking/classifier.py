@@ -26,7 +26,7 @@ from annotate.models import (
 from ranking import sensitivity
 
 logger = logging.getLogger(__name__)
-SOURCES = ("annotations", "reference", "categories")
+SOURCES = ("annotations", "reference", "categories", "decisions")
 _PRIORITY = re.compile(
     r"^(x-priority:\s*[12]\b|importance:\s*high\b|priority:\s*urgent\b|x-msmail-priority:\s*high\b)",
     re.IGNORECASE | re.MULTILINE,
@@ -80,7 +80,9 @@ def sensitivity_labels(
     - ``reference``: the persona's imported sensitivity labels (any topic);
     - ``categories``: a surrogate, as the SIGIR 2019 study used MeSH categories: sensitive
       when a document's category codes start with one of ``categories``; documents without
-      category codes get no label.
+      category codes get no label;
+    - ``decisions``: the annotations and imported labels, overridden by the archivists'
+      decisions in force (withhold: sensitive; release: not; not relevant: no label).
     """
     labels: dict[int, int] = {}
     if source == "annotations":
@@ -110,6 +112,21 @@ def sensitivity_labels(
             codes = (meta or {}).get("categories") or []
             if codes:
                 labels[doc] = int(any(_in_category(c, p) for c in codes for p in prefixes))
+    elif source == "decisions":
+        from review.models import Decision
+
+        for base in ("annotations", "reference"):
+            labels.update(sensitivity_labels(collection=collection, persona=persona, source=base))
+        latest: dict[int, str] = {}
+        for doc, kind in (
+            Decision.objects.filter(persona=persona, document__collection=collection)
+            .order_by("decided_at", "id")
+            .values_list("document_id", "kind")
+        ):
+            latest[doc] = kind
+        for doc, kind in latest.items():
+            if kind in (Decision.Kind.WITHHOLD, Decision.Kind.RELEASE):
+                labels[doc] = int(kind == Decision.Kind.WITHHOLD)
     else:
         raise ClassifierError(f"unknown label source {source!r}; use one of {', '.join(SOURCES)}")
     return labels

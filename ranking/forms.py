@@ -72,6 +72,7 @@ class ClassifierForm(forms.Form):
             ("annotations", "Annotators' persona-sensitivity answers"),
             ("reference", "Imported sensitivity labels"),
             ("categories", "Category codes as a surrogate"),
+            ("decisions", "Annotations and imported labels, with the archivists' decisions"),
         ]
     )
     categories = forms.CharField(

@@ -86,6 +86,18 @@ class Command(BaseCommand):
         }
         if not AnnotationProject.objects.filter(collection=collection).exists():
             self.create_project(collection, [users["annotator1"], users["annotator2"]])
+        self.publish(collection)
+
+    def publish(self, collection):
+        """Open the collection to the demo searcher, protected for the demo persona. Until
+        a classifier is trained every result waits for the archivist's review."""
+        from review.models import Publication
+
+        persona = Persona.objects.filter(name="Maeve Gallagher").first()
+        if persona is not None:
+            Publication.objects.get_or_create(
+                collection=collection, defaults={"persona": persona, "published": True}
+            )
 
     def create_project(self, collection, annotators):
         """A training round on one topic, then a production round over all ten topics."""

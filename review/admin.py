@@ -1,0 +1,34 @@
+"""Leads publish collections here; decisions and the audit log are read-only."""
+
+from django.contrib import admin
+
+from review.models import AuditEvent, Decision, Publication
+
+
+@admin.register(Publication)
+class PublicationAdmin(admin.ModelAdmin):
+    list_display = ("collection", "persona", "published", "band_low", "band_high", "updated_at")
+    list_filter = ("published",)
+
+
+class ReadOnly(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnly):
+    list_display = ("decided_at", "kind", "persona", "document", "until", "decided_by")
+    list_filter = ("kind", "persona")
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnly):
+    list_display = ("at", "action", "user", "collection", "document")
+    list_filter = ("action",)

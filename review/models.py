@@ -1,0 +1,144 @@
+"""Searching a published collection, the archivist's review of uncertain documents, and the
+append-only audit log (DOMAIN.md section 9; RELIABILITY.md G7, G9)."""
+
+from django.conf import settings
+from django.db import models
+
+from annotate.models import Collection, Document, Persona
+
+
+class Publication(models.Model):
+    """A collection opened to searchers, protected for one persona."""
+
+    collection = models.OneToOneField(
+        Collection, on_delete=models.CASCADE, related_name="publication"
+    )
+    persona = models.ForeignKey(Persona, on_delete=models.PROTECT, related_name="+")
+    published = models.BooleanField(default=False)
+    band_low = models.FloatField(
+        default=0.2, help_text="P(sensitive) below this: shown at once (if not withheld)"
+    )
+    band_high = models.FloatField(
+        default=0.8, help_text="P(sensitive) at or above this: never shown, never asked"
+    )
+    show_pending_notice = models.BooleanField(
+        default=True, help_text="Tell searchers that more results may follow after review"
+    )
+    retrain_every = models.PositiveIntegerField(
+        default=10, help_text="Retrain the classifier after this many new decisions"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(band_low__gte=0)
+                & models.Q(band_low__lte=models.F("band_high"))
+                & models.Q(band_high__lte=1),
+                name="publication_band",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.collection} for {self.persona}"
+
+
+class SearchLog(models.Model):
+    """One search by a searcher: the query log that review requests and exposing queries
+    come from."""
+
+    searcher = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="+")
+    persona = models.ForeignKey(Persona, on_delete=models.PROTECT, related_name="+")
+    query = models.TextField()
+    shown = models.JSONField(default=list, help_text="Document ids shown at once, in order")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["collection", "created_at"])]
+
+    def __str__(self):
+        return f"search {self.pk}: {self.query[:40]}"
+
+
+class ReviewRequest(models.Model):
+    """An uncertain document a searcher's results are waiting on."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for review"
+        RELEASED = "released", "Released"
+        WITHHELD = "withheld", "Withheld"
+        NOT_RELEVANT = "not_relevant", "Not relevant"
+
+    search = models.ForeignKey(SearchLog, on_delete=models.CASCADE, related_name="requests")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    persona = models.ForeignKey(Persona, on_delete=models.PROTECT, related_name="+")
+    rank = models.PositiveIntegerField(help_text="0-based rank in the search's ranking")
+    p_sensitive = models.FloatField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    requested_at = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["requested_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["search", "document"], name="review_request_once"),
+        ]
+        indexes = [models.Index(fields=["status", "requested_at"])]
+
+    def __str__(self):
+        return f"review of doc {self.document_id} for search {self.search_id} ({self.status})"
+
+
+class Decision(models.Model):
+    """An archivist's decision on a document for a persona. The latest one counts; a
+    withholding may expire, after which the document is asked about again."""
+
+    class Kind(models.TextChoices):
+        RELEASE = "release", "Release"
+        WITHHOLD = "withhold", "Withhold"
+        NOT_RELEVANT = "not_relevant", "Not relevant"
+        REOPEN = "reopen", "Reopened by a lead"
+
+    persona = models.ForeignKey(Persona, on_delete=models.PROTECT, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    until = models.DateField(null=True, blank=True, help_text="A withholding ends on this day")
+    note = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField()
+    p_sensitive = models.FloatField(null=True, help_text="The classifier's view at the time")
+
+    class Meta:
+        ordering = ["persona_id", "document_id", "decided_at", "id"]
+        indexes = [models.Index(fields=["persona", "document", "decided_at"])]
+
+    def __str__(self):
+        return f"{self.kind} of doc {self.document_id} for persona {self.persona_id}"
+
+
+class AuditEvent(models.Model):
+    """Append-only: a database trigger refuses updates and deletes (G9)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+"
+    )
+    action = models.CharField(max_length=40)
+    collection = models.ForeignKey(
+        Collection, on_delete=models.PROTECT, null=True, related_name="+"
+    )
+    document = models.ForeignKey(Document, on_delete=models.PROTECT, null=True, related_name="+")
+    detail = models.JSONField(default=dict)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["action", "at"])]
+
+    def __str__(self):
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.action} by {self.user_id}"

@@ -1,0 +1,304 @@
+"""Protected search and the archivist's decisions (DOMAIN.md section 9).
+
+Withholding is absolute (G7): a search splits the ranking before anything is rendered. A
+document reaches the searcher only if an archivist released it for the persona, or the
+persona's classifier puts it below the publication's band and no decision withholds it.
+Documents in the band become review requests; documents above it, and withheld ones, are
+dropped without a trace in the response (no count, snippet or notice that depends on them).
+Every search, every document shown, every view and every decision writes an audit row in
+the same transaction (G9).
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import date
+from functools import lru_cache
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotate.models import Collection, Document, Persona, SensitivityModel
+from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
+
+logger = logging.getLogger(__name__)
+CANDIDATES = 100
+
+
+class NotPublished(Exception):
+    """The collection is not open to searchers."""
+
+
+def audit(*, user, action: str, collection=None, document=None, **detail) -> AuditEvent:
+    """Append one row to the audit log (call inside the transaction of what it records)."""
+    return AuditEvent.objects.create(
+        user=user,
+        action=action,
+        collection=collection,
+        document=document,
+        detail=detail,
+        at=timezone.now(),
+    )
+
+
+@lru_cache(maxsize=16)
+def _scores(path: str) -> dict[str, float]:
+    import joblib
+
+    stored = joblib.load(path)
+    return dict(zip(stored["docids"], map(float, stored["scores"]), strict=True))
+
+
+def sensitivity_scores(*, collection: Collection, persona: Persona) -> tuple[dict, int | None]:
+    """P(sensitive) per docid from the persona's newest classifier, and its version
+    (empty and None when none was trained: then every document needs review)."""
+    model = (
+        SensitivityModel.objects.filter(collection=collection, persona=persona)
+        .order_by("-version")
+        .first()
+    )
+    if model is None:
+        return {}, None
+    return _scores(model.path), model.version
+
+
+def current_decisions(*, persona: Persona, document_ids) -> dict[int, Decision]:
+    """The decision in force per document (the latest; None-like when reopened)."""
+    out: dict[int, Decision] = {}
+    for d in Decision.objects.filter(persona=persona, document_id__in=list(document_ids)).order_by(
+        "decided_at", "id"
+    ):
+        out[d.document_id] = d
+    return {k: v for k, v in out.items() if v.kind != Decision.Kind.REOPEN}
+
+
+def _withheld(decision: Decision | None, today: date) -> bool:
+    return (
+        decision is not None
+        and decision.kind == Decision.Kind.WITHHOLD
+        and (decision.until is None or decision.until > today)
+    )
+
+
+@dataclass
+class SearchOutcome:
+    search: SearchLog
+    shown: list[Document]
+    scores: list[float]
+    notice: bool
+
+
+def search_protected(*, user, collection: Collection, query: str, k: int = 20) -> SearchOutcome:
+    """Rank with BM25, split into what the searcher sees now and what the archivist is
+    asked about, log the search and everything shown."""
+    from ranking import lucene
+    from ranking.services import index_paths
+
+    publication = Publication.objects.filter(collection=collection, published=True).first()
+    if publication is None or collection.indexed_version is None:
+        raise NotPublished(collection.slug)
+    persona = publication.persona
+    hits = lucene.search(index_paths(collection=collection).lucene, query, k=CANDIDATES)
+    docs = {
+        d.docid: d
+        for d in Document.objects.filter(collection=collection, docid__in=[h.docid for h in hits])
+    }
+    ranked = [(docs[h.docid], h.score) for h in hits if h.docid in docs]
+    p, _version = sensitivity_scores(collection=collection, persona=persona)
+    decisions = current_decisions(persona=persona, document_ids=[d.pk for d, _s in ranked])
+    today = timezone.localdate()
+    shown, scores, review = [], [], []
+    for rank, (doc, score) in enumerate(ranked):
+        decision = decisions.get(doc.pk)
+        if _withheld(decision, today):
+            continue
+        if decision is not None and decision.kind == Decision.Kind.RELEASE:
+            verdict = "show"
+        elif doc.docid not in p:
+            verdict = "review"  # no classifier yet, or a document it has not scored
+        elif p[doc.docid] < publication.band_low:
+            verdict = "show"
+        elif p[doc.docid] >= publication.band_high:
+            verdict = "drop"
+        else:
+            verdict = "review"
+        if verdict == "show" and len(shown) < k:
+            shown.append(doc)
+            scores.append(score)
+        elif verdict == "review" and rank < k:
+            review.append((rank, doc))
+    now = timezone.now()
+    with transaction.atomic():
+        search = SearchLog.objects.create(
+            searcher=user,
+            collection=collection,
+            persona=persona,
+            query=query[:2000],
+            shown=[d.pk for d in shown],
+            created_at=now,
+        )
+        ReviewRequest.objects.bulk_create(
+            [
+                ReviewRequest(
+                    search=search,
+                    document=doc,
+                    persona=persona,
+                    rank=rank,
+                    p_sensitive=p.get(doc.docid, 0.5),
+                    requested_at=now,
+                )
+                for rank, doc in review
+            ]
+        )
+        audit(
+            user=user,
+            action="search",
+            collection=collection,
+            query=query[:2000],
+            search=search.pk,
+            shown=[d.pk for d in shown],
+            review_requests=len(review),
+        )
+    return SearchOutcome(search, shown, scores, publication.show_pending_notice)
+
+
+def released_for(*, user, search: SearchLog, already: set[int]) -> list[tuple[Document, float]]:
+    """Documents of this search that an archivist released since, with the seconds the
+    searcher waited; each is logged as shown (G9). ``already``: ids the page holds."""
+    requests = (
+        ReviewRequest.objects.filter(search=search, status=ReviewRequest.Status.RELEASED)
+        .exclude(document_id__in=already)
+        .select_related("document")
+        .order_by("rank")
+    )
+    decisions = current_decisions(
+        persona=search.persona, document_ids=[r.document_id for r in requests]
+    )
+    out = []
+    for r in requests:
+        decision = decisions.get(r.document_id)
+        if decision is None or decision.kind != Decision.Kind.RELEASE:
+            continue  # reopened or withheld since
+        out.append((r.document, (r.decided_at - r.requested_at).total_seconds()))
+    if out:
+        with transaction.atomic():
+            audit(
+                user=user,
+                action="shown-after-review",
+                collection=search.collection,
+                search=search.pk,
+                shown=[d.pk for d, _w in out],
+            )
+    return out
+
+
+def searcher_document(*, user, collection: Collection, document_id: int) -> Document | None:
+    """The document if this searcher was shown it and no decision withholds it now; the
+    view is logged. None otherwise, with nothing said about why."""
+    publication = Publication.objects.filter(collection=collection, published=True).first()
+    if publication is None:
+        return None
+    searches = SearchLog.objects.filter(searcher=user, collection=collection)
+    shown = any(document_id in s for s in searches.values_list("shown", flat=True).iterator())
+    released = ReviewRequest.objects.filter(
+        search__in=searches, document_id=document_id, status=ReviewRequest.Status.RELEASED
+    ).exists()
+    if not (shown or released):
+        return None
+    decision = current_decisions(persona=publication.persona, document_ids=[document_id]).get(
+        document_id
+    )
+    if _withheld(decision, timezone.localdate()):
+        return None
+    if released and not shown and (decision is None or decision.kind != Decision.Kind.RELEASE):
+        return None
+    doc = Document.objects.filter(pk=document_id, collection=collection).first()
+    if doc is not None:
+        with transaction.atomic():
+            audit(user=user, action="view", collection=collection, document=doc, role="searcher")
+    return doc
+
+
+class DecisionError(ValueError):
+    """A decision that cannot be recorded; the message says why."""
+
+
+def review_decide(
+    *,
+    archivist,
+    persona: Persona,
+    document: Document,
+    kind: str,
+    until: date | None = None,
+    note: str = "",
+) -> Decision:
+    """Record a decision, resolve every pending request for the document and persona, and
+    ask for a retrain after ``retrain_every`` new decisions."""
+    if kind not in (Decision.Kind.RELEASE, Decision.Kind.WITHHOLD, Decision.Kind.NOT_RELEVANT):
+        raise DecisionError("decide release, withhold or not relevant")
+    if until is not None and kind != Decision.Kind.WITHHOLD:
+        raise DecisionError("only a withholding can have an end date")
+    if until is not None and until <= timezone.localdate():
+        raise DecisionError("a withholding must end after today")
+    if len(note) > 10_000:
+        raise DecisionError("the note is longer than 10,000 characters")
+    now = timezone.now()
+    p, _version = sensitivity_scores(collection=document.collection, persona=persona)
+    status = {
+        Decision.Kind.RELEASE: ReviewRequest.Status.RELEASED,
+        Decision.Kind.WITHHOLD: ReviewRequest.Status.WITHHELD,
+        Decision.Kind.NOT_RELEVANT: ReviewRequest.Status.NOT_RELEVANT,
+    }[kind]
+    with transaction.atomic():
+        decision = Decision.objects.create(
+            persona=persona,
+            document=document,
+            kind=kind,
+            until=until,
+            note=note,
+            decided_by=archivist,
+            decided_at=now,
+            p_sensitive=p.get(document.docid),
+        )
+        resolved = ReviewRequest.objects.filter(
+            persona=persona, document=document, status=ReviewRequest.Status.PENDING
+        ).update(status=status, decided_at=now)
+        audit(
+            user=archivist,
+            action="decision",
+            collection=document.collection,
+            document=document,
+            kind=kind,
+            until=until.isoformat() if until else None,
+            persona=persona.pk,
+            requests=resolved,
+        )
+        _retrain_when_due(archivist, persona, document.collection)
+    return decision
+
+
+def _retrain_when_due(user, persona: Persona, collection: Collection) -> None:
+    publication = Publication.objects.filter(collection=collection, persona=persona).first()
+    if publication is None:
+        return
+    last = (
+        SensitivityModel.objects.filter(collection=collection, persona=persona)
+        .order_by("-version")
+        .values_list("trained_at", flat=True)
+        .first()
+    )
+    decisions = Decision.objects.filter(persona=persona, document__collection=collection)
+    if last is not None:
+        decisions = decisions.filter(decided_at__gt=last)
+    if decisions.count() >= publication.retrain_every:
+        from annotate.models import Job
+        from ranking.classifier import job_sensitivity_create
+
+        busy = Job.objects.filter(
+            kind=Job.Kind.SENSITIVITY,
+            collection=collection,
+            status__in=[Job.Status.QUEUED, Job.Status.RUNNING],
+        ).exists()
+        if not busy:
+            job_sensitivity_create(
+                collection=collection, persona=persona, source="decisions", user=user
+            )

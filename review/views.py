@@ -1,0 +1,149 @@
+"""Searcher and archivist pages (htmx, keyboard-first for the archivist)."""
+
+from datetime import date
+
+from django.contrib import messages
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotate import roles
+from annotate.models import Collection, Document, Persona, SensitivityModel
+from ranking import lucene
+from ranking.highlight import query_stems, snippet
+from review import selectors, services
+from review.models import SearchLog
+
+searcher_required = roles.role_required(roles.SEARCHER)
+archivist_required = roles.role_required(roles.ARCHIVIST)
+
+
+def _published(slug) -> Collection:
+    collection = Collection.objects.filter(slug=slug, publication__published=True).first()
+    if collection is None:
+        raise Http404
+    return collection
+
+
+@searcher_required
+def search_list(request):
+    published = Collection.objects.filter(publication__published=True).order_by("name")
+    return render(request, "review/search_list.html", {"collections": published})
+
+
+@searcher_required
+def search(request, slug):
+    collection = _published(slug)
+    query = request.GET.get("q", "").strip()[:500]
+    outcome, results = None, []
+    if query:
+        outcome = services.search_protected(user=request.user, collection=collection, query=query)
+        stems = query_stems(query, lucene.stem)
+        results = [
+            (doc, snippet(doc.body or doc.subject, stems, lucene.stem)) for doc in outcome.shown
+        ]
+    return render(
+        request,
+        "review/search.html",
+        {"collection": collection, "query": query, "outcome": outcome, "results": results},
+    )
+
+
+@searcher_required
+def released(request, slug, search_id):
+    collection = _published(slug)
+    search = get_object_or_404(
+        SearchLog, pk=search_id, searcher=request.user, collection=collection
+    )
+    already = {int(x) for x in request.GET.getlist("have") if x.isdigit()}
+    found = services.released_for(user=request.user, search=search, already=already)
+    stems = query_stems(search.query, lucene.stem)
+    rows = [
+        (doc, snippet(doc.body or doc.subject, stems, lucene.stem), waited) for doc, waited in found
+    ]
+    return render(
+        request, "review/_released.html", {"collection": collection, "rows": rows, "search": search}
+    )
+
+
+@searcher_required
+def document(request, slug, pk):
+    collection = _published(slug)
+    doc = services.searcher_document(user=request.user, collection=collection, document_id=pk)
+    if doc is None:
+        raise Http404
+    return render(request, "review/document.html", {"collection": collection, "doc": doc})
+
+
+@archivist_required
+def queue(request):
+    rows = selectors.review_queue()
+    template = "review/_queue.html" if request.htmx else "review/queue.html"
+    return render(request, template, {"rows": rows})
+
+
+@archivist_required
+def item(request, persona_id, document_id):
+    persona = get_object_or_404(Persona, pk=persona_id)
+    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
+    p, _version = services.sensitivity_scores(collection=doc.collection, persona=persona)
+    model = (
+        SensitivityModel.objects.filter(collection=doc.collection, persona=persona)
+        .order_by("-version")
+        .first()
+    )
+    with transaction.atomic():
+        services.audit(
+            user=request.user,
+            action="view",
+            collection=doc.collection,
+            document=doc,
+            role="archivist",
+        )
+    return render(
+        request,
+        "review/item.html",
+        {
+            "persona": persona,
+            "doc": doc,
+            "p": p.get(doc.docid),
+            "model": model,
+            "queries": selectors.exposing_queries(document=doc, persona=persona),
+            "earlier": selectors.decisions_on(document=doc, persona=persona),
+            "today": date.today(),
+        },
+    )
+
+
+@require_POST
+@archivist_required
+def decide(request, persona_id, document_id):
+    persona = get_object_or_404(Persona, pk=persona_id)
+    doc = get_object_or_404(Document, pk=document_id)
+    until = None
+    if request.POST.get("until"):
+        try:
+            until = date.fromisoformat(request.POST["until"])
+        except ValueError:
+            messages.error(request, "The end date must be a date (YYYY-MM-DD).")
+            return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+    try:
+        services.review_decide(
+            archivist=request.user,
+            persona=persona,
+            document=doc,
+            kind=request.POST.get("kind", ""),
+            until=until,
+            note=request.POST.get("note", ""),
+        )
+    except services.DecisionError as exc:
+        messages.error(request, str(exc))
+        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+    messages.success(request, f"Decided: {request.POST.get('kind', '').replace('_', ' ')}.")
+    nxt = selectors.review_queue(limit=1)
+    if nxt:
+        return redirect(
+            "review-item", persona_id=nxt[0]["persona_id"], document_id=nxt[0]["document_id"]
+        )
+    return redirect("review-queue")

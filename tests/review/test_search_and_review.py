@@ -1,0 +1,172 @@
+"""Protected search and the archivist's queue: what a searcher sees (G7), review requests,
+decisions, release without reload, withholding that expires, the append-only audit (G9)."""
+
+from datetime import timedelta
+
+import joblib
+import pytest
+from django.db import DatabaseError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from annotate.models import Persona, SensitivityModel
+from ranking.classifier import sensitivity_labels
+from ranking.services import index_build
+from review import services
+from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
+
+pytestmark = pytest.mark.lucene
+
+
+@pytest.fixture
+def published(sample_collection, tmp_path):
+    """The sample mail published for a persona whose stored classifier scores are set by
+    hand: messages about linux are sensitive (0.95), about spam uncertain (0.5), the rest
+    safe (0.05)."""
+    c = sample_collection
+    index_build(collection_id=c.pk)
+    c.refresh_from_db()
+    persona = Persona.objects.create(name="Donor")
+    docs = list(c.documents.order_by("id"))
+    scores, kinds = [], {}
+    for d in docs:
+        text = f"{d.subject} {d.body}".lower()
+        kind = "sensitive" if "linux" in text else "uncertain" if "razor" in text else "safe"
+        kinds[d.pk] = kind
+        scores.append({"sensitive": 0.95, "uncertain": 0.5, "safe": 0.05}[kind])
+    path = tmp_path / "model.joblib"
+    joblib.dump({"docids": [d.docid for d in docs], "scores": scores}, path)
+    SensitivityModel.objects.create(
+        collection=c,
+        persona=persona,
+        version=1,
+        source="test",
+        report={},
+        path=str(path),
+        trained_at=timezone.now(),
+        seconds=0.1,
+    )
+    services._scores.cache_clear()
+    Publication.objects.create(collection=c, persona=persona, published=True)
+    return c, persona, docs, kinds
+
+
+def test_a_search_shows_only_safe_documents_and_asks_about_the_uncertain(published, login, users):
+    c, persona, docs, kinds = published
+    searcher = login(users["searcher"])
+    r = searcher.get(reverse("searcher-search", args=[c.slug]), {"q": "linux razor spam list"})
+    assert r.status_code == 200
+    html = r.content.decode()
+    search = SearchLog.objects.get()
+    assert search.shown and all(kinds[pk] == "safe" for pk in search.shown)
+    for d in docs:
+        if kinds[d.pk] != "safe":
+            # Nothing derived from a sensitive or unreviewed document: not its link, id or subject.
+            assert reverse("searcher-document", args=[c.slug, d.pk]) not in html
+            assert d.docid not in html
+    requests = ReviewRequest.objects.filter(search=search)
+    assert requests.exists() and {kinds[r.document_id] for r in requests} == {"uncertain"}
+    assert "More results may follow after review" in html
+    event = AuditEvent.objects.get(action="search")
+    assert event.detail["shown"] == search.shown and event.user == users["searcher"]
+    # A document never shown to this searcher is not there for them, whatever its id.
+    hidden = next(d for d in docs if kinds[d.pk] == "sensitive")
+    assert searcher.get(reverse("searcher-document", args=[c.slug, hidden.pk])).status_code == 404
+
+
+def test_release_reaches_the_waiting_searcher_and_withholding_never_does(published, login, users):
+    c, persona, docs, kinds = published
+    searcher = login(users["searcher"])
+    searcher.get(reverse("searcher-search", args=[c.slug]), {"q": "razor"})
+    search = SearchLog.objects.get()
+    pending = list(ReviewRequest.objects.filter(search=search).order_by("rank"))
+    assert len(pending) >= 2
+    keep, hold = pending[0].document, pending[1].document
+    archivist = login(users["archivist"])
+    queue = archivist.get(reverse("review-queue"))
+    assert keep.subject[:30].encode() in queue.content
+    page = archivist.get(reverse("review-item", args=[persona.pk, keep.pk]))
+    assert page.status_code == 200 and b"razor" in page.content.lower()  # exposing query
+    archivist.post(reverse("review-decide", args=[persona.pk, keep.pk]), {"kind": "release"})
+    archivist.post(
+        reverse("review-decide", args=[persona.pk, hold.pk]), {"kind": "withhold", "note": "x"}
+    )
+    searcher = login(users["searcher"])
+    released = searcher.get(reverse("searcher-released", args=[c.slug, search.pk]))
+    body = released.content.decode()
+    assert reverse("searcher-document", args=[c.slug, keep.pk]) in body
+    assert "released after review" in body
+    assert reverse("searcher-document", args=[c.slug, hold.pk]) not in body
+    assert hold.docid not in body
+    assert searcher.get(reverse("searcher-document", args=[c.slug, keep.pk])).status_code == 200
+    assert searcher.get(reverse("searcher-document", args=[c.slug, hold.pk])).status_code == 404
+    # Asked again: the released one is shown at once, the withheld one is not asked about.
+    searcher.get(reverse("searcher-search", args=[c.slug]), {"q": "razor"})
+    again = SearchLog.objects.latest("created_at")
+    assert keep.pk in again.shown and hold.pk not in again.shown
+    assert not ReviewRequest.objects.filter(search=again, document__in=[keep, hold]).exists()
+    actions = list(AuditEvent.objects.values_list("action", flat=True))
+    assert actions.count("decision") == 2 and "shown-after-review" in actions
+    assert actions.count("view") == 2  # the archivist's and the searcher's view of the released one
+
+
+def test_a_withholding_that_expired_is_asked_about_again(published, login, users):
+    c, persona, docs, kinds = published
+    doc = next(d for d in docs if kinds[d.pk] == "uncertain")
+    Decision.objects.create(
+        persona=persona,
+        document=doc,
+        kind="withhold",
+        until=timezone.localdate() - timedelta(days=1),
+        decided_by=users["archivist"],
+        decided_at=timezone.now() - timedelta(days=30),
+    )
+    login(users["searcher"]).get(reverse("searcher-search", args=[c.slug]), {"q": doc.subject})
+    assert ReviewRequest.objects.filter(document=doc).exists()
+    with pytest.raises(services.DecisionError, match="must end after today"):
+        services.review_decide(
+            archivist=users["archivist"],
+            persona=persona,
+            document=doc,
+            kind="withhold",
+            until=timezone.localdate(),
+        )
+
+
+def test_the_audit_log_is_append_only(published, users):
+    c, persona, docs, kinds = published
+    with transaction.atomic():
+        event = services.audit(user=users["searcher"], action="search", collection=c, q="x")
+    for change in (
+        lambda: AuditEvent.objects.filter(pk=event.pk).update(action="nothing"),
+        lambda: AuditEvent.objects.filter(pk=event.pk).delete(),
+    ):
+        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+            change()
+    assert AuditEvent.objects.get(pk=event.pk).action == "search"
+
+
+def test_decisions_become_labels_for_the_classifier(published, users):
+    c, persona, docs, kinds = published
+    withheld, released = docs[0], docs[1]
+    for doc, kind in ((withheld, "withhold"), (released, "release")):
+        services.review_decide(
+            archivist=users["archivist"], persona=persona, document=doc, kind=kind
+        )
+    labels = sensitivity_labels(collection=c, persona=persona, source="decisions")
+    assert labels == {withheld.pk: 1, released.pk: 0}
+
+
+def test_roles_keep_to_their_pages(published, login, users):
+    c, persona, docs, kinds = published
+    for role, url in (
+        ("annotator", reverse("searcher-search", args=[c.slug])),
+        ("archivist", reverse("searcher-search", args=[c.slug])),
+        ("searcher", reverse("review-queue")),
+        ("annotator", reverse("review-queue")),
+    ):
+        assert login(users[role]).get(url).status_code in (403, 404), (role, url)
+    Publication.objects.filter(collection=c).update(published=False)
+    assert (
+        login(users["searcher"]).get(reverse("searcher-search", args=[c.slug])).status_code == 404
+    )
