@@ -6,6 +6,7 @@ import pytest
 from annotate import roles, services
 from annotate.models import Collection
 from tests.browserkit import browser  # noqa: F401 (a fixture for the browser tests)
+from tests.reviewkit import published  # noqa: F401 (a fixture for the review tests)
 from tests.workerkit import worker_env  # noqa: F401 (a fixture for the integration tests)
 
 FIXTURES = Path(__file__).parent / "fixtures"

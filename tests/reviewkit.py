@@ -1,0 +1,43 @@
+"""A published collection with stored classifier scores set by hand, for the review tests."""
+
+import joblib
+import pytest
+from django.utils import timezone
+
+from annotate.models import Persona, SensitivityModel
+from ranking.services import index_build
+from review import services
+from review.models import Publication
+
+
+@pytest.fixture
+def published(sample_collection, tmp_path):
+    """The sample mail published for a persona whose stored classifier scores are set by
+    hand: messages about linux are sensitive (0.95), about spam uncertain (0.5), the rest
+    safe (0.05)."""
+    c = sample_collection
+    index_build(collection_id=c.pk)
+    c.refresh_from_db()
+    persona = Persona.objects.create(name="Donor")
+    docs = list(c.documents.order_by("id"))
+    scores, kinds = [], {}
+    for d in docs:
+        text = f"{d.subject} {d.body}".lower()
+        kind = "sensitive" if "linux" in text else "uncertain" if "razor" in text else "safe"
+        kinds[d.pk] = kind
+        scores.append({"sensitive": 0.95, "uncertain": 0.5, "safe": 0.05}[kind])
+    path = tmp_path / "model.joblib"
+    joblib.dump({"docids": [d.docid for d in docs], "scores": scores}, path)
+    SensitivityModel.objects.create(
+        collection=c,
+        persona=persona,
+        version=1,
+        source="test",
+        report={},
+        path=str(path),
+        trained_at=timezone.now(),
+        seconds=0.1,
+    )
+    services._scores.cache_clear()
+    Publication.objects.create(collection=c, persona=persona, published=True)
+    return c, persona, docs, kinds

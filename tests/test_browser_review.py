@@ -1,0 +1,73 @@
+"""The archivist loop in Debian's Chromium: a searcher sees immediate results and the
+pending notice; an archivist releases one document and withholds another by keyboard; the
+released one appears in the searcher's page without a reload, the withheld one never."""
+
+import os
+import time
+
+import pytest
+from django.urls import reverse
+
+from review.models import ReviewRequest, SearchLog
+from tests.browserkit import login, needs_chromium, wait_for, watch
+
+pytestmark = [
+    *needs_chromium,
+    pytest.mark.lucene,
+    # The append-only audit trigger refuses the DELETE with which a live-server test empties
+    # an SQLite database afterwards; PostgreSQL empties with TRUNCATE (.ci/run).
+    pytest.mark.skipif(
+        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
+        reason="needs DATABASE_URL (PostgreSQL): see .ci/run",
+    ),
+]
+
+
+def test_release_appears_without_reload_and_withholding_never(
+    browser, live_server, published, users
+):
+    c, persona, docs, kinds = published
+    for name in ("searcher", "archivist"):
+        users[name].set_password("pw-browser")
+        users[name].save()
+    url = live_server.url
+    events: list[str] = []
+    searcher = browser.new_context().new_page()
+    watch(searcher, url, events)
+    login(searcher, url, users["searcher"].username, "pw-browser")
+    searcher.goto(f"{url}{reverse('searcher-search', args=[c.slug])}?q=razor+spam")
+    assert searcher.locator("#results li").count() >= 1
+    assert "More results may follow after review" in searcher.content()
+    search = SearchLog.objects.get()
+    pending = list(ReviewRequest.objects.filter(search=search).order_by("rank"))
+    assert len(pending) >= 2
+
+    archivist = browser.new_context().new_page()
+    watch(archivist, url, events)
+    login(archivist, url, users["archivist"].username, "pw-browser")
+    archivist.goto(f"{url}{reverse('review-queue')}")
+    archivist.locator("#queue a").first.click()
+    first = int(archivist.url.rstrip("/").split("/")[-1])
+    archivist.keyboard.press("r")  # release; the next item opens
+    archivist.wait_for_url(lambda u: not u.rstrip("/").endswith(f"/{first}"))
+    second = int(archivist.url.rstrip("/").split("/")[-1])
+    archivist.keyboard.press("w")  # withhold
+    deadline = time.monotonic() + 10
+    while (
+        ReviewRequest.objects.filter(search=search, document_id=second).first().status == "pending"
+    ):
+        assert time.monotonic() < deadline, "the withholding was not stored"
+        time.sleep(0.1)
+    statuses = dict(
+        ReviewRequest.objects.filter(search=search).values_list("document_id", "status")
+    )
+    assert statuses[first] == "released" and statuses[second] == "withheld"
+
+    released = f"a[href='{reverse('searcher-document', args=[c.slug, first])}']"
+    withheld = reverse("searcher-document", args=[c.slug, second])
+    wait_for(searcher, f'document.querySelector("#released {released}") !== null', timeout=15)
+    assert "released after review" in searcher.content()
+    time.sleep(4)  # more polls: the withheld document never arrives
+    assert withheld not in searcher.content()
+    assert searcher.goto(f"{url}{withheld}").status == 404
+    assert [e for e in events if e.startswith(("request", "pageerror", "dialog"))] == []
