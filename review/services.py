@@ -103,7 +103,7 @@ def search_protected(*, user, collection: Collection, query: str, k: int = 20) -
         for d in Document.objects.filter(collection=collection, docid__in=[h.docid for h in hits])
     }
     ranked = [(docs[h.docid], h.score) for h in hits if h.docid in docs]
-    p, _version = sensitivity_scores(collection=collection, persona=persona)
+    p, version = sensitivity_scores(collection=collection, persona=persona)
     decisions = current_decisions(persona=persona, document_ids=[d.pk for d, _s in ranked])
     today = timezone.localdate()
     shown, scores, review = [], [], []
@@ -157,6 +157,7 @@ def search_protected(*, user, collection: Collection, query: str, k: int = 20) -
             search=search.pk,
             shown=[d.pk for d in shown],
             review_requests=len(review),
+            classifier=version,
         )
     return SearchOutcome(search, shown, scores, publication.show_pending_notice)
 

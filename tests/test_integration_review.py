@@ -1,0 +1,59 @@
+"""Learning from decisions with the real services: archivists' decisions queue a retrain in a
+real Celery worker, which stores a new classifier version, and the next search uses it."""
+
+import time
+
+from annotate.models import Persona, ReferenceSensitivity, SensitivityModel
+from ranking.classifier import sensitivity_model_train
+from ranking.services import index_build
+from review import services
+from review.models import AuditEvent, Publication
+from tests.test_integration_worker import pytestmark  # noqa: F401 (the same skip rules)
+from tests.workerkit import Worker
+
+
+def _wait_for(what, condition, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_decisions_retrain_the_classifier_in_the_worker_and_searches_use_it(
+    worker_env, sample_collection, users, tmp_path
+):
+    c = sample_collection
+    index_build(collection_id=c.pk)
+    c.refresh_from_db()
+    persona = Persona.objects.create(name="Loop donor")
+    docs = list(c.documents.order_by("id"))
+    for d in docs:  # what the archive knew before: mail about linux is sensitive
+        text = f"{d.subject} {d.body}".lower()
+        ReferenceSensitivity.objects.create(
+            persona=persona, document=d, sensitive="linux" in text, source="before"
+        )
+    first = sensitivity_model_train(collection=c, persona=persona, source="reference")
+    Publication.objects.create(collection=c, persona=persona, published=True, retrain_every=3)
+    worker = Worker(tmp_path / "worker.log", worker_env).start()
+    try:
+        # Three decisions, against what the labels said: the third queues a retrain.
+        flipped = [d for d in docs if "linux" in f"{d.subject} {d.body}".lower()][:3]
+        for d in flipped:
+            services.review_decide(
+                archivist=users["archivist"], persona=persona, document=d, kind="release"
+            )
+        second = _wait_for(
+            "version 2",
+            lambda: SensitivityModel.objects.filter(persona=persona, version=2).first(),
+        )
+    finally:
+        worker.stop()
+    assert second.source == "decisions" and second.report["n"] == len(docs)
+    assert second.report["positives"] == first.report["positives"] - 3
+    p, version = services.sensitivity_scores(collection=c, persona=persona)
+    assert version == 2
+    services.search_protected(user=users["searcher"], collection=c, query="linux")
+    event = AuditEvent.objects.filter(action="search").latest("at")
+    assert event.detail["classifier"] == 2  # the next search ran on version 2's scores
