@@ -203,6 +203,19 @@ def sensitivity_model_train(
         report["features"] = len(featurizer.names)
         report["documents_scored"] = len(ids)
         report["predicted_sensitive"] = int((scores >= trained.threshold).sum())
+        from review.models import ReviewRequest
+
+        # How the archivists' queue stands at each retrain (it should shrink over them).
+        report["pending_reviews"] = (
+            ReviewRequest.objects.filter(
+                persona=persona,
+                document__collection=collection,
+                status=ReviewRequest.Status.PENDING,
+            )
+            .values("document_id")
+            .distinct()
+            .count()
+        )
         return SensitivityModel.objects.create(
             collection=collection,
             persona=persona,

@@ -1,5 +1,6 @@
 """Searcher and archivist pages (htmx, keyboard-first for the archivist)."""
 
+import json
 from datetime import date
 
 from django.contrib import messages
@@ -147,3 +148,52 @@ def decide(request, persona_id, document_id):
             "review-item", persona_id=nxt[0]["persona_id"], document_id=nxt[0]["document_id"]
         )
     return redirect("review-queue")
+
+
+lead_required = roles.role_required(roles.LEAD)
+
+
+@lead_required
+def audit_log(request):
+    """The audit log for leads: the newest events, filtered by action; CSV of all of them."""
+    import csv
+
+    from django.http import StreamingHttpResponse
+
+    from review.models import AuditEvent
+
+    events = AuditEvent.objects.select_related("user", "collection").order_by("-at", "-id")
+    action = request.GET.get("action", "")
+    if action:
+        events = events.filter(action=action)
+    if request.GET.get("format") == "csv":
+
+        class Echo:
+            def write(self, value):
+                return value
+
+        writer = csv.writer(Echo())
+
+        def rows():
+            yield writer.writerow(["at", "action", "user", "collection", "document", "detail"])
+            for e in events.iterator(chunk_size=2000):
+                yield writer.writerow(
+                    [
+                        e.at.isoformat(),
+                        e.action,
+                        e.user.username if e.user else "",
+                        e.collection.slug if e.collection else "",
+                        e.document_id or "",
+                        json.dumps(e.detail, sort_keys=True),
+                    ]
+                )
+
+        response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="audit.csv"'
+        return response
+    actions = AuditEvent.objects.values_list("action", flat=True).distinct().order_by("action")
+    return render(
+        request,
+        "review/audit.html",
+        {"events": events[:200], "action": action, "actions": list(actions)},
+    )

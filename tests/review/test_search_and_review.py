@@ -134,3 +134,17 @@ def test_roles_keep_to_their_pages(published, login, users):
     assert (
         login(users["searcher"]).get(reverse("searcher-search", args=[c.slug])).status_code == 404
     )
+
+
+def test_leads_browse_and_export_the_audit_log(published, login, users):
+    c, persona, docs, kinds = published
+    login(users["searcher"]).get(reverse("searcher-search", args=[c.slug]), {"q": "spam"})
+    lead = login(users["lead"])
+    page = lead.get(reverse("audit-log"), {"action": "search"})
+    assert page.status_code == 200 and b"search" in page.content
+    export = lead.get(reverse("audit-log"), {"format": "csv"})
+    rows = b"".join(export.streaming_content).decode().splitlines()
+    assert rows[0] == "at,action,user,collection,document,detail"
+    assert len(rows) == 1 + AuditEvent.objects.count() and ",search,search," in rows[1]
+    for role in ("searcher", "archivist", "annotator"):
+        assert login(users[role]).get(reverse("audit-log")).status_code in (403, 404)
