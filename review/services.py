@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotate.models import Collection, Document, Persona, SensitivityModel
+from review import routing
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
 
 logger = logging.getLogger(__name__)
@@ -106,26 +107,23 @@ def search_protected(*, user, collection: Collection, query: str, k: int = 20) -
     p, version = sensitivity_scores(collection=collection, persona=persona)
     decisions = current_decisions(persona=persona, document_ids=[d.pk for d, _s in ranked])
     today = timezone.localdate()
-    shown, scores, review = [], [], []
-    for rank, (doc, score) in enumerate(ranked):
-        decision = decisions.get(doc.pk)
+    decided = {}
+    for doc_id, decision in decisions.items():
         if _withheld(decision, today):
-            continue
-        if decision is not None and decision.kind == Decision.Kind.RELEASE:
-            verdict = "show"
-        elif doc.docid not in p:
-            verdict = "review"  # no classifier yet, or a document it has not scored
-        elif p[doc.docid] < publication.band_low:
-            verdict = "show"
-        elif p[doc.docid] >= publication.band_high:
-            verdict = "drop"
-        else:
-            verdict = "review"
-        if verdict == "show" and len(shown) < k:
-            shown.append(doc)
-            scores.append(score)
-        elif verdict == "review" and rank < k:
-            review.append((rank, doc))
+            decided[doc_id] = routing.WITHHELD
+        elif decision.kind == Decision.Kind.RELEASE:
+            decided[doc_id] = routing.RELEASED
+    where = routing.split(
+        [d.pk for d, _s in ranked],
+        {d.pk: p[d.docid] for d, _s in ranked if d.docid in p},
+        decided,
+        band_low=publication.band_low,
+        band_high=publication.band_high,
+        k=k,
+    )
+    shown = [ranked[i][0] for i in where.shown]
+    scores = [ranked[i][1] for i in where.shown]
+    review = [(i, ranked[i][0]) for i in where.review]
     now = timezone.now()
     with transaction.atomic():
         search = SearchLog.objects.create(

@@ -1,0 +1,41 @@
+"""Where each ranked document goes for a searcher (DOMAIN.md section 9), pure: no Django.
+
+shown now      released by an archivist, or P(sensitive) below the band
+review         inside the band (or unscored), among the first k ranks
+dropped        withheld, or P(sensitive) at or above the band
+"""
+
+from dataclasses import dataclass
+
+RELEASED, WITHHELD = "released", "withheld"
+
+
+@dataclass
+class Split:
+    shown: list[int]  # positions in the ranking, best first
+    review: list[int]
+
+
+def split(ranking, p: dict, decided: dict, *, band_low: float, band_high: float, k: int) -> Split:
+    """``ranking``: document keys best first; ``p``: key -> P(sensitive) (missing: unscored);
+    ``decided``: key -> RELEASED or WITHHELD for decisions in force."""
+    shown, review = [], []
+    for rank, key in enumerate(ranking):
+        decision = decided.get(key)
+        if decision == WITHHELD:
+            continue
+        if decision == RELEASED:
+            verdict = "show"
+        elif key not in p:
+            verdict = "review"
+        elif p[key] < band_low:
+            verdict = "show"
+        elif p[key] >= band_high:
+            verdict = "drop"
+        else:
+            verdict = "review"
+        if verdict == "show" and len(shown) < k:
+            shown.append(rank)
+        elif verdict == "review" and rank < k:
+            review.append(rank)
+    return Split(shown, review)

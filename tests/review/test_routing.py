@@ -1,0 +1,47 @@
+"""Routing a ranking, and the oracle-archivist simulation, on hand-made data."""
+
+from review import routing
+from review.simulate import simulate
+
+
+def test_routing_follows_decisions_then_the_band():
+    ranking = ["a", "b", "c", "d", "e", "f"]
+    p = {"a": 0.01, "b": 0.5, "c": 0.9, "d": 0.3, "f": 0.02}  # e has no score
+    decided = {"c": routing.RELEASED, "f": routing.WITHHELD}
+    where = routing.split(ranking, p, decided, band_low=0.2, band_high=0.8, k=4)
+    assert [ranking[i] for i in where.shown] == ["a", "c"]
+    assert [ranking[i] for i in where.review] == ["b", "d"]  # e ranks beyond k
+    assert routing.split(ranking, {}, {}, band_low=0.2, band_high=0.8, k=10).review == list(
+        range(6)
+    )  # no classifier: everything waits for review
+
+
+def test_an_oracle_archivist_keeps_sensitive_documents_from_view_and_teaches_the_classifier():
+    truth = {f"d{i}": i % 4 == 0 for i in range(40)}
+    rankings = {f"q{j}": [f"d{(j * 7 + i) % 40}" for i in range(20)] for j in range(6)}
+    relevance = {q: {d: 1 for d in r[:5]} for q, r in rankings.items()}
+    seen_labels = []
+
+    def train(labels):
+        seen_labels.append(len(labels))
+        # A classifier that knows the labels it was given and is unsure of the rest.
+        p = {d: (0.95 if labels[d] else 0.01) if d in labels else 0.5 for d in truth}
+        return p, {"f1": len(labels) / len(truth)}
+
+    rounds = simulate(
+        rankings=rankings,
+        relevance=relevance,
+        truth=truth,
+        seed_labels={},
+        train=train,
+        rounds=3,
+        band_low=0.2,
+        band_high=0.8,
+        k=10,
+        effort=0.1,
+    )
+    assert [r["queries"] for r in rounds] == [2, 2, 2]
+    assert all(r["sensitive_shown"] == 0 for r in rounds)
+    assert seen_labels == sorted(seen_labels) and seen_labels[-1] > 0
+    assert rounds[-1]["reviewed_mean"] < rounds[0]["reviewed_mean"]
+    assert rounds[-1]["classifier_f1"] > rounds[0]["classifier_f1"]
