@@ -47,9 +47,12 @@ def test_release_appears_without_reload_and_withholding_never(
     login(archivist, url, users["archivist"].username, "pw-browser")
     archivist.goto(f"{url}{reverse('review-queue')}")
     archivist.locator("#queue a").first.click()
+    archivist.wait_for_url("**/review/*/*/")
+    archivist.wait_for_load_state("load")  # the keys are handled by a deferred script
     first = int(archivist.url.rstrip("/").split("/")[-1])
     archivist.keyboard.press("r")  # release; the next item opens
     archivist.wait_for_url(lambda u: not u.rstrip("/").endswith(f"/{first}"))
+    archivist.wait_for_load_state("load")
     second = int(archivist.url.rstrip("/").split("/")[-1])
     archivist.keyboard.press("w")  # withhold
     deadline = time.monotonic() + 10
