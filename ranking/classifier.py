@@ -5,6 +5,7 @@ import logging
 import re
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from django.conf import settings
@@ -67,6 +68,26 @@ def collection_messages(*, collection: Collection) -> tuple[list[sensitivity.Mes
         )
         ids.append(d.pk)
     return messages, ids
+
+
+class CollectionMatrix(NamedTuple):
+    """The classifier's view of a whole collection: its messages, their document ids, the
+    featurizer fitted on them, and one feature row per message."""
+
+    messages: list[sensitivity.Message]
+    ids: list[int]
+    featurizer: sensitivity.Featurizer
+    matrix: object  # scipy.sparse.csr_matrix
+
+
+def collection_matrix(*, collection: Collection) -> CollectionMatrix:
+    """Read every message and fit the features on them (vocabularies, scaling, the exchange
+    graph; internal = the collection's domains, else ``SASC_INTERNAL_DOMAINS``)."""
+    messages, ids = collection_messages(collection=collection)
+    featurizer = sensitivity.Featurizer(
+        collection.internal_domains or settings.SASC_INTERNAL_DOMAINS
+    )
+    return CollectionMatrix(messages, ids, featurizer, featurizer.fit_transform(messages))
 
 
 def sensitivity_labels(
@@ -160,13 +181,9 @@ def sensitivity_model_train(
             f"{positives} sensitive and {len(labels) - positives} not sensitive labelled "
             f"documents for {persona.name} from {source}: at least 3 of each are needed"
         )
-    messages, ids = collection_messages(collection=collection)
     if progress:
         progress(1, 3)
-    featurizer = sensitivity.Featurizer(
-        collection.internal_domains or settings.SASC_INTERNAL_DOMAINS
-    )
-    matrix = featurizer.fit_transform(messages)
+    messages, ids, featurizer, matrix = collection_matrix(collection=collection)
     rows = [i for i, doc in enumerate(ids) if doc in labels]
     y = [labels[ids[i]] for i in rows]
     if progress:
@@ -307,11 +324,7 @@ def out_of_fold_scores(
     threshold, and the folds' mean cross-validated report figures."""
     from sklearn.model_selection import StratifiedKFold
 
-    messages, ids = collection_messages(collection=collection)
-    featurizer = sensitivity.Featurizer(
-        collection.internal_domains or settings.SASC_INTERNAL_DOMAINS
-    )
-    matrix = featurizer.fit_transform(messages)
+    messages, ids, featurizer, matrix = collection_matrix(collection=collection)
     rows = np.array([i for i, doc in enumerate(ids) if doc in labels])
     y = np.array([labels[ids[i]] for i in rows])
     if y.sum() < folds or len(y) - y.sum() < folds:

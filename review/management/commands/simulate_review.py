@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.models import Collection, Persona
 from ranking import lucene, sensitivity
-from ranking.classifier import ClassifierError, collection_messages, sensitivity_labels
+from ranking.classifier import ClassifierError, collection_matrix, sensitivity_labels
 from ranking.services import index_paths, reference_qrels
 from review.simulate import simulate
 
@@ -61,11 +61,9 @@ class Command(BaseCommand):
                 )
         except ClassifierError as exc:
             raise CommandError(str(exc)) from None
-        messages, ids = collection_messages(collection=collection)
+        messages, ids, featurizer, matrix = collection_matrix(collection=collection)
         docid_of = {pk: m.docid for pk, m in zip(ids, messages, strict=True)}
         truth = {docid_of[pk]: bool(v) for pk, v in by_pk.items()}
-        featurizer = sensitivity.Featurizer(collection.internal_domains)
-        matrix = featurizer.fit_transform(messages)
         row = {m.docid: i for i, m in enumerate(messages)}
         rng = np.random.default_rng(opts["random_seed"])
         labelled = sorted(truth)
