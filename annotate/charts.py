@@ -11,7 +11,8 @@ from collections import defaultdict
 
 from django.conf import settings
 
-from annotate.exports import FinalLabels, topic_key
+from annotate.exports import FinalLabels
+from ranking.runs import topic_key
 
 WIDTH = 7.5  # inches; 100 dpi
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 from annotate.models import Adjudication, AnnotationProject, Answer, Judgment, MachineLabel
+from ranking.runs import topic_key
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -52,11 +53,6 @@ def snapshot(snapshot_id: str | None = None):
                 return
             cursor.execute("SELECT pg_export_snapshot()")
             yield cursor.fetchone()[0]
-
-
-def topic_key(number: str):
-    """Topics sort by number: numerically when they are numbers, else as text."""
-    return (0, int(number), "") if number.isdigit() else (1, 0, number)
 
 
 @dataclass

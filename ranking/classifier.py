@@ -153,6 +153,26 @@ def sensitivity_labels(
     return labels
 
 
+def sensitivity_labels_named(
+    *,
+    collection: Collection,
+    categories: str | None = None,
+    persona: str | None = None,
+    source: str = "annotations",
+) -> dict[int, int]:
+    """``sensitivity_labels`` as the commands name them: comma-separated category codes (a
+    surrogate), or a persona's name with a ``source``."""
+    if categories:
+        codes = [c for c in categories.split(",") if c.strip()]
+        return sensitivity_labels(
+            collection=collection, persona=None, source="categories", categories=codes
+        )
+    found = Persona.objects.filter(name=persona).first()
+    if found is None:
+        raise ClassifierError(f"no persona {persona!r}")
+    return sensitivity_labels(collection=collection, persona=found, source=source)
+
+
 def _in_category(code: str, prefix: str) -> bool:
     """ACM CR codes nest by digits: 4.1 holds 4.12 and 4.19; a bare 4 holds every 4.x."""
     return code == prefix or code.startswith(prefix if "." in prefix else prefix + ".")

@@ -15,13 +15,14 @@ DEFAULT_MEASURES = ("nDCG(dcg='exp-log2')@10", "P@10", "AP", "R@100")
 
 def write_trec_run(run: Run, out: TextIO, *, tag: str = "sasc") -> None:
     """Write ``topic Q0 docno rank score tag`` lines, ranks from 1, topics in natural order."""
-    for topic in sorted(run, key=_natural):
+    for topic in sorted(run, key=topic_key):
         for rank, (docid, score) in enumerate(run[topic], 1):
             out.write(f"{topic} Q0 {docid} {rank} {score:.6f} {tag}\n")
 
 
-def _natural(key: str):
-    return (0, int(key), "") if key.isdigit() else (1, 0, key)
+def topic_key(number: str):
+    """Topics sort by number: numerically when they are numbers, else as text."""
+    return (0, int(number), "") if number.isdigit() else (1, 0, number)
 
 
 def evaluate(qrels: Qrels, run: Run, measures: Iterable[str] = DEFAULT_MEASURES) -> dict:

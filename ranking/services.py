@@ -101,6 +101,23 @@ def reference_qrels(*, collection: Collection) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def relevance_qrels(
+    *, collection: Collection, path=None, fmt: str = "trec"
+) -> dict[str, dict[str, int]]:
+    """The qrels of ``path`` (a file in one of the import formats), else the collection's
+    imported ones; ``ValueError`` naming what was wrong with the file."""
+    from ranking.runs import read_qrels_file
+
+    return read_qrels_file(path, fmt) if path else reference_qrels(collection=collection)
+
+
+def topics_with_relevant(*, collection: Collection, qrels) -> list:
+    """The collection's topics (in its order) with a relevant document in ``qrels``."""
+    return [
+        t for t in collection.topics.all() if any(g > 0 for g in qrels.get(t.number, {}).values())
+    ]
+
+
 def collection_features(*, collection: Collection) -> features.FeatureMatrix:
     """Return the memory-mapped TF-IDF matrix of the collection's indexed version."""
     if collection.indexed_version is None:

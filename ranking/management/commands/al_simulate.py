@@ -8,8 +8,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.models import Collection
 from annotate.parsing.trec import QREL_FORMATS
-from ranking import active, pooling, runs, simulate
-from ranking.services import collection_features, index_paths, reference_qrels
+from ranking import active, pooling, simulate
+from ranking.runs import topic_key
+from ranking.services import collection_features, index_paths, relevance_qrels
 
 MEASURES = {"f1": "F1 of the labels", "recall": "recall of the labels", "tau": "Kendall tau (MAP)"}
 
@@ -65,9 +66,9 @@ class Command(BaseCommand):
         features = collection_features(collection=collection)
         row_of = {d: i for i, d in enumerate(features.docids)}
         grades = self._qrels(collection, opts)
-        topics = [t for t in collection.topics.all() if t.number in grades]  # natural order below
-        topics.sort(
-            key=lambda t: (0, int(t.number), "") if t.number.isdigit() else (1, 0, t.number)
+        topics = sorted(
+            (t for t in collection.topics.all() if t.number in grades),
+            key=lambda t: topic_key(t.number),
         )
         if opts["topics"]:
             topics = topics[: opts["topics"]]
@@ -145,13 +146,12 @@ class Command(BaseCommand):
         self.stdout.write(f"wrote {out / 'al_simulate.json'} and 3 plots")
 
     def _qrels(self, collection, opts) -> dict[str, dict[str, int]]:
-        if opts["qrels"]:
-            try:
-                grades = runs.read_qrels_file(opts["qrels"], opts["qrels_format"])
-            except ValueError as exc:
-                raise CommandError(str(exc)) from None
-        else:
-            grades = reference_qrels(collection=collection)
+        try:
+            grades = relevance_qrels(
+                collection=collection, path=opts["qrels"], fmt=opts["qrels_format"]
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         if not grades:
             raise CommandError(f"no reference qrels for {collection.slug!r}; pass --qrels")
         return grades

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.models import Collection, Persona
-from annotate.parsing import Issue
-from annotate.parsing.trec import QREL_FORMATS, iter_qrels
+from annotate.models import Collection
+from annotate.parsing.trec import QREL_FORMATS
 from ranking import ltr, lucene, protection, protection_eval, runs
-from ranking.classifier import ClassifierError, out_of_fold_scores, sensitivity_labels
-from ranking.services import index_paths, reference_qrels
+from ranking.classifier import ClassifierError, out_of_fold_scores, sensitivity_labels_named
+from ranking.runs import topic_key
+from ranking.services import index_paths, relevance_qrels, topics_with_relevant
 
 
 class Command(BaseCommand):
@@ -67,20 +67,15 @@ class Command(BaseCommand):
         except ClassifierError as exc:
             raise CommandError(str(exc)) from None
         self.stderr.write(f"classifier (held out): {classifier}")
-        if opts["qrels"]:
-            try:
-                grades = runs.read_qrels_file(opts["qrels"], opts["qrels_format"])
-            except ValueError as exc:
-                raise CommandError(str(exc)) from None
-        else:
-            grades = reference_qrels(collection=collection)
-        topics = [
-            t
-            for t in collection.topics.all()
-            if any(g > 0 for g in grades.get(t.number, {}).values())
-        ]
-        topics.sort(
-            key=lambda t: (0, int(t.number), "") if t.number.isdigit() else (1, 0, t.number)
+        try:
+            grades = relevance_qrels(
+                collection=collection, path=opts["qrels"], fmt=opts["qrels_format"]
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        topics = sorted(
+            topics_with_relevant(collection=collection, qrels=grades),
+            key=lambda t: topic_key(t.number),
         )
         if opts["topics"]:
             topics = topics[: opts["topics"]]
@@ -186,38 +181,31 @@ class Command(BaseCommand):
         return f"file:{opts['sensitivity']}"
 
     def _labels(self, collection, opts) -> dict[int, int]:
+        """Document id -> 1 sensitive / 0 not, from categories, a persona or a file."""
         try:
-            if opts["categories"]:
-                codes = [c for c in opts["categories"].split(",") if c.strip()]
-                return sensitivity_labels(
-                    collection=collection, persona=None, source="categories", categories=codes
-                )
-            if opts["persona"]:
-                persona = Persona.objects.filter(name=opts["persona"]).first()
-                if persona is None:
-                    raise CommandError(f"no persona {opts['persona']!r}")
-                return sensitivity_labels(
-                    collection=collection, persona=persona, source=opts["source"]
+            if opts["categories"] or opts["persona"]:
+                return sensitivity_labels_named(
+                    collection=collection,
+                    categories=opts["categories"],
+                    persona=opts["persona"],
+                    source=opts["source"],
                 )
         except ClassifierError as exc:
             raise CommandError(str(exc)) from None
         try:
-            data = opts["sensitivity"].read_bytes()
-        except OSError as exc:
-            raise CommandError(f"cannot read {opts['sensitivity']}: {exc.strerror}") from None
+            per_topic = runs.read_qrels_file(opts["sensitivity"], "binary")
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         pks = dict(collection.documents.values_list("docid", "pk"))
-        labels, problems = {}, []
-        for item in iter_qrels(data, opts["sensitivity"].name, fmt="binary"):
-            if isinstance(item, Issue):
-                problems.append(str(item))
-            elif item.docid not in pks:
-                problems.append(
-                    f"{opts['sensitivity'].name}:{item.line}: unknown document {item.docid!r}"
-                )
-            else:
-                labels[pks[item.docid]] = max(labels.get(pks[item.docid], 0), item.grade)
-        if problems:
-            raise CommandError("the sensitivity file is malformed:\n" + "\n".join(problems[:20]))
+        unknown = sorted({d for docs in per_topic.values() for d in docs if d not in pks})
+        if unknown:
+            raise CommandError(
+                f"{opts['sensitivity'].name}: unknown documents: {', '.join(unknown[:20])}"
+            )
+        labels: dict[int, int] = {}
+        for docs in per_topic.values():  # the label holds whatever the topic column says
+            for docid, value in docs.items():
+                labels[pks[docid]] = max(labels.get(pks[docid], 0), value)
         return labels
 
     def _plot(self, report, path: Path) -> None:

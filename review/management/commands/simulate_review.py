@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.models import Collection, Persona
+from annotate.models import Collection
 from ranking import lucene, sensitivity
-from ranking.classifier import ClassifierError, collection_matrix, sensitivity_labels
-from ranking.services import index_paths, reference_qrels
+from ranking.classifier import ClassifierError, collection_matrix, sensitivity_labels_named
+from ranking.services import index_paths, reference_qrels, topics_with_relevant
 from review.simulate import simulate
 
 
@@ -47,18 +47,12 @@ class Command(BaseCommand):
         if not 0 <= opts["band_low"] <= opts["band_high"] <= 1:
             raise CommandError("the band needs 0 <= --band-low <= --band-high <= 1")
         try:
-            if opts["categories"]:
-                codes = [x for x in opts["categories"].split(",") if x.strip()]
-                by_pk = sensitivity_labels(
-                    collection=collection, persona=None, source="categories", categories=codes
-                )
-            else:
-                persona = Persona.objects.filter(name=opts["persona"]).first()
-                if persona is None:
-                    raise CommandError(f"no persona {opts['persona']!r}")
-                by_pk = sensitivity_labels(
-                    collection=collection, persona=persona, source="decisions"
-                )
+            by_pk = sensitivity_labels_named(
+                collection=collection,
+                categories=opts["categories"],
+                persona=opts["persona"],
+                source="decisions",
+            )
         except ClassifierError as exc:
             raise CommandError(str(exc)) from None
         messages, ids, featurizer, matrix = collection_matrix(collection=collection)
@@ -84,11 +78,7 @@ class Command(BaseCommand):
 
         qrels = reference_qrels(collection=collection)
         index = index_paths(collection=collection).lucene
-        topics = [
-            t
-            for t in collection.topics.all()
-            if any(g > 0 for g in qrels.get(t.number, {}).values())
-        ]
+        topics = topics_with_relevant(collection=collection, qrels=qrels)
         topics = [topics[i] for i in rng.permutation(len(topics))]  # dealt into rounds
         rankings = {
             t.number: [h.docid for h in lucene.search(index, t.title, k=100)] for t in topics

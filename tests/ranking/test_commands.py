@@ -1,0 +1,66 @@
+"""The ranking commands end to end on the mini collection: al_simulate reads the same
+qrels from the database or from a file; evaluate_protection names what is wrong with its
+sensitivity labels."""
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotate import services
+from annotate.models import Collection
+from ranking.services import index_build
+
+pytestmark = pytest.mark.lucene
+SMART = Path(__file__).parents[1] / "fixtures" / "smart"
+
+
+@pytest.fixture
+def mini(db):
+    c = Collection.objects.create(name="Mini", slug="mini", kind="smart")
+    services.import_run(collection=c, fmt="smart", path=SMART / "mini.all")
+    services.import_run(collection=c, fmt="topics-smart-order", path=SMART / "mini.qry")
+    services.import_run(collection=c, fmt="qrels-cranfield", path=SMART / "mini.rel")
+    index_build(collection_id=c.pk)
+    return c
+
+
+def test_al_simulate_reads_the_imported_qrels_or_a_file_alike(mini, tmp_path):
+    common = ["--collection", "mini", "--strategy", "cal", "--seed-mode", "is"]
+    call_command("al_simulate", *common, "--out", str(tmp_path / "db"), stdout=None)
+    call_command(
+        "al_simulate",
+        *common,
+        "--qrels",
+        str(SMART / "mini.rel"),
+        "--qrels-format",
+        "cranfield",
+        "--out",
+        str(tmp_path / "file"),
+    )
+    db, file = (json.loads((tmp_path / d / "al_simulate.json").read_text()) for d in ("db", "file"))
+    assert db["results"][0]["points"] == list(range(0, 101, 10))
+    for result in (*db["results"], *file["results"]):
+        result.pop("seconds")  # all else is the same
+    assert db["results"] == file["results"]
+    assert sorted(p.name for p in (tmp_path / "db").glob("*.png")) == [
+        "mini-f1.png",
+        "mini-recall.png",
+        "mini-tau.png",
+    ]
+    with pytest.raises(CommandError, match="cannot read"):
+        call_command("al_simulate", *common, "--qrels", str(tmp_path / "missing.txt"))
+
+
+def test_evaluate_protection_names_what_is_wrong_with_its_labels(mini, tmp_path):
+    with pytest.raises(CommandError, match="cannot read"):
+        call_command(
+            "evaluate_protection", "--collection", "mini", "--sensitivity", str(tmp_path / "x")
+        )
+    bad = tmp_path / "sensitivity.txt"
+    bad.write_text("* 0 1 1\n* 0 nowhere 0\n")
+    with pytest.raises(CommandError, match="unknown documents: nowhere"):
+        call_command("evaluate_protection", "--collection", "mini", "--sensitivity", str(bad))
+    with pytest.raises(CommandError, match="no persona 'Nobody'"):
+        call_command("evaluate_protection", "--collection", "mini", "--persona", "Nobody")
