@@ -368,12 +368,11 @@ def learning_step(*, plan_id: int) -> dict:
             return seeded
         plan.status = LearningPlan.Status.LEARNING  # seeds are enough: learn at once
     latest = plan.models.order_by("-version").first()
-    every = plan.retrain_every or None
     report: dict = {"status": plan.status}
     trained = None
     matrix, row_of, candidates = _rows(plan)
     size = batch_size(plan, len(candidates))
-    due = state.judged_since(latest) >= (every or size) or (
+    due = state.judged_since(latest) >= (plan.retrain_every or size) or (
         not state.queued and state.judged_since(latest) > 0
     )
     if latest is None or due:
@@ -394,7 +393,9 @@ def learning_step(*, plan_id: int) -> dict:
             plan.save(update_fields=["status", "status_message"])
     report["seconds_to_queue"] = time.perf_counter() - started
     if created:
-        report["machine_labels"] = machine_labels_write(plan=plan, model=model)
+        report["machine_labels"] = machine_labels_write(
+            plan=plan, model=model, rows=(matrix, row_of, candidates), state=state
+        )
     report["seconds"] = time.perf_counter() - started
     return report
 
@@ -675,13 +676,15 @@ def learning_sweep() -> int:
 # --- Hybrid labels ------------------------------------------------------------------------------
 
 
-def machine_labels_write(*, plan: LearningPlan, model: LearningModel) -> int:
+def machine_labels_write(
+    *, plan: LearningPlan, model: LearningModel, rows, state: PlanState
+) -> int:
     """Label every unjudged candidate with the model's P(relevant) (replacing older labels
-    of the topic); return how many were written."""
+    of the topic); return how many were written. ``rows`` is ``_rows(plan)`` and ``state``
+    the plan's state, as the step has just read them."""
     from annotate.models import MachineLabel
 
-    matrix, row_of, candidates = _rows(plan)
-    state = plan_state(plan)
+    matrix, row_of, candidates = rows
     taken = list(_doc_rows(plan, row_of, state.labels).values())
     p = np.load(_labels_path(model.scores_path))
     labels = active.hybrid_labels(p, candidates, taken)
