@@ -1,11 +1,12 @@
 """Searcher and archivist pages (htmx, keyboard-first for the archivist)."""
 
+import csv
 import json
 from datetime import date
 
 from django.contrib import messages
 from django.db import transaction
-from django.http import Http404
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -14,10 +15,11 @@ from annotate.models import Collection, Document, Persona, SensitivityModel
 from ranking import lucene
 from ranking.highlight import query_stems, snippet
 from review import selectors, services
-from review.models import SearchLog
+from review.models import AuditEvent, SearchLog
 
 searcher_required = roles.role_required(roles.SEARCHER)
 archivist_required = roles.role_required(roles.ARCHIVIST)
+lead_required = roles.role_required(roles.LEAD)
 
 
 def _published(slug) -> Collection:
@@ -150,18 +152,9 @@ def decide(request, persona_id, document_id):
     return redirect("review-queue")
 
 
-lead_required = roles.role_required(roles.LEAD)
-
-
 @lead_required
 def audit_log(request):
     """The audit log for leads: the newest events, filtered by action; CSV of all of them."""
-    import csv
-
-    from django.http import StreamingHttpResponse
-
-    from review.models import AuditEvent
-
     events = AuditEvent.objects.select_related("user", "collection").order_by("-at", "-id")
     action = request.GET.get("action", "")
     if action:
