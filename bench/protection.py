@@ -59,12 +59,12 @@ def report(label, bare, protected):
     )
 
 
-def train_joint(features, p_sensitive, queries, docs_words, *, lucene, ltr, protection):
+def train_joint(index, features, p_sensitive, queries, docs_words, *, lucene, ltr, protection):
     """A joint ranker trained by coordinate ascent on generated relevance and sensitivity."""
     row_of = {d: i for i, d in enumerate(features.docids)}
     training = []
     for q in queries:
-        hits = lucene.search(INDEX[0], q, k=100)
+        hits = lucene.search(index, q, k=100)
         docids = [h.docid for h in hits]
         rows = [row_of[d] for d in docids]
         terms = lucene.analyze(q)
@@ -84,16 +84,13 @@ def train_joint(features, p_sensitive, queries, docs_words, *, lucene, ltr, prot
     return ranker
 
 
-INDEX: list = []
-
-
-def train_and_measure(label, features, p_sensitive, queries, words) -> None:
+def train_and_measure(label, index, features, p_sensitive, queries, words) -> None:
     """Train the joint ranker on the first 20 queries, time the others, print the figures."""
     from ranking import ltr, lucene, protection
 
     mods = {"lucene": lucene, "ltr": ltr, "protection": protection}
-    ranker = train_joint(features, p_sensitive, queries[:20], words, **mods)
-    bare, protected = measure(INDEX[0], features, p_sensitive, ranker, 0.5, queries[20:], **mods)
+    ranker = train_joint(index, features, p_sensitive, queries[:20], words, **mods)
+    bare, protected = measure(index, features, p_sensitive, ranker, 0.5, queries[20:], **mods)
     report(label, bare, protected)
 
 
@@ -120,7 +117,6 @@ def synthetic(n_docs: int, n_queries: int) -> None:
         ),
     )
     print(f"synthetic: {n_docs:,} messages indexed in {time.perf_counter() - t0:.1f} s")
-    INDEX[:] = [folder / "lucene"]
     t0 = time.perf_counter()
     features = ltr.RankingFeatures.build(
         (
@@ -134,7 +130,9 @@ def synthetic(n_docs: int, n_queries: int) -> None:
     mid = np.arange(200, 3000)
     queries = [" ".join(vocab[rng.choice(mid, 2, replace=False)]) for _ in range(n_queries)]
     words = [set(vocab[subjects[i]]) | set(vocab[bodies[i]]) for i in range(n_docs)]  # analysed
-    train_and_measure(f"synthetic {n_docs:,} messages", features, p_sensitive, queries, words)
+    train_and_measure(
+        f"synthetic {n_docs:,} messages", folder / "lucene", features, p_sensitive, queries, words
+    )
 
 
 def demo(n_queries: int) -> None:
@@ -154,13 +152,13 @@ def demo(n_queries: int) -> None:
     )
     rng = np.random.default_rng(1)
     p_sensitive = rng.beta(0.5, 3.0, len(docs))
-    INDEX[:] = [index_paths(collection=collection).lucene]
     subjects = [d.subject for d in docs if len(d.subject.split()) >= 2]
     queries = [
         " ".join(rng.choice(s.split(), 2, replace=False)) for s in rng.choice(subjects, n_queries)
     ]
     words = [set(lucene.analyze(f"{d.subject} {d.body}")) for d in docs]
-    train_and_measure(f"demo {len(docs):,} messages", features, p_sensitive, queries, words)
+    index = index_paths(collection=collection).lucene
+    train_and_measure(f"demo {len(docs):,} messages", index, features, p_sensitive, queries, words)
 
 
 def main():

@@ -286,29 +286,3 @@ def estimated_prevalence(probabilities, candidates, judged_labels: dict[int, int
         return float("nan")
     expected = float(np.asarray(probabilities)[pool].sum()) if probabilities is not None else 0.0
     return (sum(judged_labels.values()) + expected) / total
-
-
-def prior_adjusted(probabilities, train_prevalence: float, *, iterations: int = 100):
-    """Posteriors moved from the training sample's prior to the unlabelled rows' own prior,
-    estimated by EM (Saerens, Latinne and Decaestecker 2002); return them and that prior.
-
-    The judged sample is not a random one (seeds are balanced, CAL judges the likely
-    relevant), so P(relevant) >= 0.5 over the unjudged rows overstates how many are
-    relevant; this is what makes machine labels worth adding to the human ones.
-    """
-    p = np.clip(np.asarray(probabilities, dtype=float), 1e-9, 1 - 1e-9)
-    if len(p) == 0:
-        return p, float("nan")
-    t = min(max(train_prevalence, 1e-6), 1 - 1e-6)
-    prior = t
-    for _ in range(iterations):
-        ratio = prior / t
-        adjusted = ratio * p / (ratio * p + (1 - prior) / (1 - t) * (1 - p))
-        new = float(adjusted.mean())
-        if abs(new - prior) < 1e-6:
-            prior = new
-            break
-        prior = new
-    ratio = prior / t
-    adjusted = ratio * p / (ratio * p + (1 - prior) / (1 - t) * (1 - p))
-    return adjusted, prior

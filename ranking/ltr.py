@@ -10,7 +10,6 @@ of the index; they are kept per field as a sparse count matrix built once per co
 version, and a query only slices the candidate rows and query-term columns.
 """
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,7 +96,7 @@ class FieldStats:
             tf[:, present] = self.counts[rows][:, cols].toarray()
             df[present] = self.df[cols]
             cf[present] = self.cf[cols]
-        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))  # Lucene's BM25 idf
+        idf = bm25_idf(n, df)
         norm = K1 * (1 - B + B * lengths / avgdl)
         bm25 = (idf * tf / (tf + norm[:, None])).sum(axis=1)  # Lucene 8+: no (k1 + 1)
         p_collection = (cf + 1) / (total + len(self.vocabulary) + 1)  # never zero
@@ -149,5 +148,6 @@ def normalise_per_query(features: np.ndarray) -> np.ndarray:
     return np.where(std > 0, (features - mean) / np.where(std > 0, std, 1), 0.0)
 
 
-def idf(n: int, df: float) -> float:
-    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+def bm25_idf(n, df):
+    """Lucene's BM25 idf, log(1 + (N - df + 0.5) / (df + 0.5)); numbers or arrays."""
+    return np.log(1 + (n - df + 0.5) / (df + 0.5))

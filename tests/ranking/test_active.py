@@ -118,12 +118,6 @@ def test_presumed_nonrelevant_keeps_machine_labels_from_flooding_positive(collec
     assert len(active.presumed_nonrelevant(range(2000), judged)) == 100
 
 
-def test_prior_adjustment_moves_posteriors_to_the_new_prior():
-    p = np.array([0.5, 0.5, 0.5, 0.5])
-    adjusted, prior = active.prior_adjusted(p, 0.5)
-    assert prior == pytest.approx(0.5) and adjusted == pytest.approx(p)
-
-
 def test_probabilities_are_what_scikit_learn_predicts(collection):
     matrix, relevant = collection
     model = active.train(matrix.astype(np.float32), seeds(relevant), relevant[seeds(relevant)])

@@ -16,7 +16,7 @@ def test_term_statistics_on_a_hand_made_collection():
     stats = ltr.FieldStats.build([["a", "b", "a"], ["b"], [], ["c", "a"]])
     out = dict(zip(ltr.STATS, stats.stats(["a", "z"], np.array([0, 2]))[0], strict=True))
     n, df_a = 4, 2
-    idf_a, idf_z = ltr.idf(n, df_a), ltr.idf(n, 0)
+    idf_a, idf_z = ltr.bm25_idf(n, df_a), ltr.bm25_idf(n, 0)
     assert out["tf_sum"] == 2 and out["tf_min"] == 0 and out["tf_max"] == 2
     assert out["idf_min"] == pytest.approx(idf_a) and out["idf_max"] == pytest.approx(idf_z)
     assert out["tfidf_sum"] == pytest.approx(2 * idf_a)
