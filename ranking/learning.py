@@ -509,12 +509,18 @@ def _train(plan: LearningPlan, state: PlanState, matrix, row_of, candidates) -> 
         logger.info("plan %s: %s", plan.pk, exc)
         return None
     p = model.probabilities(matrix.matrix)
-    p_label = labeller.probabilities(matrix.matrix)
+    arrays = {"labels": labeller.probabilities(matrix.matrix)}
+    if plan.strategy == LearningPlan.Strategy.SENSITIVITY:
+        p_sensitive = _sensitivity_scores(plan, matrix, row_of)
+        if p_sensitive is not None:
+            arrays["sensitivity"] = p_sensitive
     if settings.SASC_FAULT_LEARNING_DELAY_MS:
         time.sleep(settings.SASC_FAULT_LEARNING_DELAY_MS / 1000)
-    path = _scores_dir(plan) / f"v{version}.npy"
+    # Named by what it was trained on, as the version record is unique on it: two workers
+    # racing on other judgments cannot write into each other's files.
+    path = _scores_dir(plan) / f"j{state.judgment_mark}-s{state.seed_mark}.npy"
     path.parent.mkdir(parents=True, exist_ok=True)
-    for array, target in ((p_label, _labels_path(path)), (p, path)):
+    for array, target in (*((a, _beside(path, kind)) for kind, a in arrays.items()), (p, path)):
         tmp = target.with_suffix(".tmp.npy")
         np.save(tmp, array.astype(np.float32))
         tmp.replace(target)
@@ -528,7 +534,7 @@ def _train(plan: LearningPlan, state: PlanState, matrix, row_of, candidates) -> 
         "positives": model.positives,
         "negatives": len(rows) - int(labels.sum()),
         "scores_path": str(path),
-        "prevalence": active.estimated_prevalence(p_label, candidates, in_pool),
+        "prevalence": active.estimated_prevalence(arrays["labels"], candidates, in_pool),
         "seconds": time.perf_counter() - started,
         "params": {
             "classifier": "logistic regression (liblinear)",
@@ -543,10 +549,11 @@ def _train(plan: LearningPlan, state: PlanState, matrix, row_of, candidates) -> 
     }
 
 
-def _labels_path(scores_path) -> Path:
-    """Where a version keeps the labeller's P(relevant), beside the selection scores."""
+def _beside(scores_path, kind: str) -> Path:
+    """Where a version keeps its other arrays, beside the selection scores: the labeller's
+    P(relevant) (``labels``) and, for the sensitivity strategy, P(sensitive)."""
     path = Path(scores_path)
-    return path.with_name(f"{path.stem}-labels.npy")
+    return path.with_name(f"{path.stem}-{kind}.npy")
 
 
 def _scores_dir(plan: LearningPlan) -> Path:
@@ -579,21 +586,21 @@ def _top_up(plan, state, model, matrix, row_of, candidates, size) -> tuple[int, 
     taken = list(_doc_rows(plan, row_of, taken_docs).values())
     p = np.load(model.scores_path) if model is not None else None
     seed = plan.random_seed + (model.version if model else 0) + len(state.labels)
-    strategy = plan.strategy
-    if strategy == LearningPlan.Strategy.SENSITIVITY:
-        p_sensitive = _sensitivity_scores(plan, matrix, row_of, state)
-        if p_sensitive is not None and p is not None:
-            rows = active.select_sensitivity_uncertain(p, p_sensitive, candidates, taken, want)
-            docs = _documents_of_rows(plan, matrix, rows)
-            return _enqueue(plan, docs, Task.Source.ACTIVE), "sensitivity"
-        strategy = "cal"  # until both sensitivity answers were given
-    if p is None:
-        strategy = "spl"
-    rows = active.select(strategy, p, candidates, taken, want, seed=seed)
-    return _enqueue(plan, _documents_of_rows(plan, matrix, rows), Task.Source.ACTIVE), strategy
+    sensitivity = _beside(model.scores_path, "sensitivity") if model is not None else None
+    if sensitivity is not None and sensitivity.exists():
+        picked_by = "sensitivity"
+        rows = active.select_sensitivity_uncertain(p, np.load(sensitivity), candidates, taken, want)
+    else:
+        # The sensitivity strategy picks as CAL until both answers were given; before a
+        # first model every strategy picks at random.
+        picked_by = "cal" if plan.strategy == LearningPlan.Strategy.SENSITIVITY else plan.strategy
+        if p is None:
+            picked_by = "spl"
+        rows = active.select(picked_by, p, candidates, taken, want, seed=seed)
+    return _enqueue(plan, _documents_of_rows(plan, matrix, rows), Task.Source.ACTIVE), picked_by
 
 
-def _sensitivity_scores(plan, matrix, row_of, state) -> np.ndarray | None:
+def _sensitivity_scores(plan, matrix, row_of) -> np.ndarray | None:
     """P(sensitive for the plan's persona) of every row, from this topic's judgments."""
     answers = Judgment.objects.filter(
         task__project_id=plan.project_id,
@@ -686,7 +693,7 @@ def machine_labels_write(
 
     matrix, row_of, candidates = rows
     taken = list(_doc_rows(plan, row_of, state.labels).values())
-    p = np.load(_labels_path(model.scores_path))
+    p = np.load(_beside(model.scores_path, "labels"))
     labels = active.hybrid_labels(p, candidates, taken)
     docs = _documents_of_rows(plan, matrix, sorted(labels))
     row_of_doc = {d.pk: row_of[d.docid] for d in docs}
