@@ -148,6 +148,7 @@ urlpatterns = [
     path("search/<slug:slug>/documents/<int:pk>/", review_views.document, name="searcher-document"),
     path("review/", review_views.queue, name="review-queue"),
     path("review/audit/", review_views.audit_log, name="audit-log"),
+    path("review/loop/<slug:slug>/", review_views.loop_report, name="review-loop"),
     path("review/<int:persona_id>/<int:document_id>/", review_views.item, name="review-item"),
     path(
         "review/<int:persona_id>/<int:document_id>/decide/",

@@ -213,6 +213,7 @@ def sensitivity_model_train(
     except ValueError as exc:
         raise ClassifierError(str(exc)) from None
     scores = trained.model.predict_proba(matrix)[:, 1].astype(np.float32)
+    contribution_index, contribution_value = sensitivity.contributions(trained.model, matrix)
     with transaction.atomic():
         last = (
             SensitivityModel.objects.select_for_update()
@@ -232,6 +233,8 @@ def sensitivity_model_train(
                 "threshold": trained.threshold,
                 "docids": [m.docid for m in messages],
                 "scores": scores,
+                "contribution_index": contribution_index,
+                "contribution_value": contribution_value,
             },
             path,
         )

@@ -275,3 +275,37 @@ def train(matrix, labels, names: list[str], *, objective: str = "f1", seed: int 
             "sensitive): more, or more consistent, labels are needed before relying on it"
         )
     return Trained(calibrated, threshold, report)
+
+
+def coefficients(model) -> np.ndarray:
+    """The linear weights behind a calibrated classifier (the mean over its folds' models):
+    sigmoid calibration is monotone, so these say what pushes a document's P up or down."""
+    folds = getattr(model, "calibrated_classifiers_", None)
+    if folds:
+        return np.mean([f.estimator.coef_.ravel() for f in folds], axis=0)
+    return np.asarray(model.coef_).ravel()
+
+
+def contributions(model, matrix, *, top: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Per document, the ``top`` features pushing it most towards sensitive and the ``top``
+    most towards not sensitive (weight x value): feature indices (-1: none) and values, one
+    row per document, vectorised over the whole sparse matrix."""
+    import scipy.sparse as sp
+
+    weighted = sp.csr_matrix(matrix.multiply(coefficients(model)[None, :]))
+    weighted.eliminate_zeros()
+    n = weighted.shape[0]
+    index = np.full((n, 2 * top), -1, dtype=np.int32)
+    value = np.zeros((n, 2 * top), dtype=np.float32)
+    rows = np.repeat(np.arange(n), np.diff(weighted.indptr))
+    for side, sign in ((0, 1.0), (1, -1.0)):
+        keep = sign * weighted.data > 0
+        r, c, v = rows[keep], weighted.indices[keep], weighted.data[keep]
+        order = np.lexsort((-sign * v, r))  # by row, strongest first
+        r, c, v = r[order], c[order], v[order]
+        starts = np.searchsorted(r, np.arange(n))
+        rank = np.arange(len(r)) - starts[r]
+        take = rank < top
+        index[r[take], side * top + rank[take]] = c[take]
+        value[r[take], side * top + rank[take]] = v[take]
+    return index, value

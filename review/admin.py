@@ -7,7 +7,16 @@ from review.models import AuditEvent, Decision, Publication
 
 @admin.register(Publication)
 class PublicationAdmin(admin.ModelAdmin):
-    list_display = ("collection", "persona", "published", "band_low", "band_high", "updated_at")
+    list_display = (
+        "collection",
+        "persona",
+        "published",
+        "band_low",
+        "band_high",
+        "review_k",
+        "most_uncertain",
+        "updated_at",
+    )
     list_filter = ("published",)
 
 

@@ -21,6 +21,15 @@ class Publication(models.Model):
     band_high = models.FloatField(
         default=0.8, help_text="P(sensitive) at or above this: never shown, never asked"
     )
+    review_k = models.PositiveIntegerField(
+        default=20, help_text="Ask about uncertain documents among the first k results"
+    )
+    most_uncertain = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Ask about at most this many per search, the most uncertain among the first "
+        "k (P nearest 0.5); the other uncertain ones are held back. Empty: every uncertain one",
+    )
     show_pending_notice = models.BooleanField(
         default=True, help_text="Tell searchers that more results may follow after review"
     )

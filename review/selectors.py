@@ -1,34 +1,44 @@
-"""Reads for the searcher and archivist pages."""
+"""Reads for the searcher, archivist and lead pages."""
 
-from django.db.models import Count, Min
+import statistics
+from dataclasses import dataclass
+
+from django.db.models import Count, F, Min
+from django.db.models.functions import Abs
 
 from review.models import Decision, ReviewRequest, SearchLog
 
+QUEUE_ORDERS = {
+    "waiting": ("Searchers waiting longest first, then most uncertain", ("first", "uncertainty")),
+    "uncertain": ("Most uncertain first, then waiting longest", ("uncertainty", "first")),
+    "searches": ("Most searches waiting first, then waiting longest", ("-searches", "first")),
+}
 
-def review_queue(*, limit: int = 100) -> list[dict]:
-    """Pending documents, one row per (persona, document): the searchers waiting longest
-    first, then the most uncertain (P(sensitive) nearest 0.5)."""
-    rows = (
-        ReviewRequest.objects.filter(status=ReviewRequest.Status.PENDING)
-        .values("persona_id", "document_id")
-        .annotate(first=Min("requested_at"), searches=Count("search", distinct=True))
-        .order_by("first")[: limit * 2]
-    )
-    out = []
-    for row in rows:
-        sample = (
-            ReviewRequest.objects.filter(
-                persona_id=row["persona_id"],
-                document_id=row["document_id"],
-                status=ReviewRequest.Status.PENDING,
-            )
-            .select_related("document", "persona", "search")
-            .order_by("requested_at")
-            .first()
+
+def review_queue(*, order: str = "waiting", limit: int = 100) -> list[dict]:
+    """Pending documents, one row per (persona, document), in one of ``QUEUE_ORDERS``
+    (uncertainty: the distance of P(sensitive) from 0.5, the least over its requests)."""
+    keys = QUEUE_ORDERS.get(order, QUEUE_ORDERS["waiting"])[1]
+    pending = ReviewRequest.objects.filter(status=ReviewRequest.Status.PENDING)
+    rows = list(
+        pending.values("persona_id", "document_id")
+        .annotate(
+            first=Min("requested_at"),
+            searches=Count("search", distinct=True),
+            uncertainty=Min(Abs(F("p_sensitive") - 0.5)),
         )
-        out.append({**row, "request": sample, "uncertainty": abs(sample.p_sensitive - 0.5)})
-    out.sort(key=lambda r: (r["first"], r["uncertainty"]))
-    return out[:limit]
+        .order_by(*keys, "document_id", "persona_id")[:limit]
+    )
+    first_request = {}
+    for r in (
+        pending.filter(document_id__in={row["document_id"] for row in rows})
+        .select_related("document", "persona", "search")
+        .order_by("-requested_at", "-id")
+    ):
+        first_request[(r.persona_id, r.document_id)] = r  # the earliest one wins
+    for row in rows:
+        row["request"] = first_request[(row["persona_id"], row["document_id"])]
+    return rows
 
 
 def exposing_queries(*, document, persona, limit: int = 10) -> list[str]:
@@ -60,3 +70,148 @@ def decisions_on(*, document, persona) -> list[Decision]:
         .select_related("decided_by", "document")
         .order_by("-decided_at")[:20]
     )
+
+
+@dataclass
+class SessionMeasures:
+    """One searcher's search, measured (DOMAIN.md section 7, O-CS-DCG)."""
+
+    search: SearchLog
+    relevance_from: str  # "qrels of topic N" or "decisions and opens"
+    shown: int  # documents shown at once
+    requests: int  # review requests it made
+    reviewed: int  # of those, decided
+    released: int
+    pending: int
+    sensitive_shown: int  # shown at once or after release, and sensitive as now known
+    waited: list[float]  # seconds from the search to each release
+    waiting: float | None  # seconds the oldest still pending request has waited
+    o_cs_dcg: float
+
+    @property
+    def mean_wait(self) -> float | None:
+        return sum(self.waited) / len(self.waited) if self.waited else None
+
+
+def loop_sessions(
+    *,
+    collection,
+    k: int = 10,
+    effort: float = 0.1,
+    cost: float = 12.0,
+    evidence_grade: int = 1,
+    limit: int = 200,
+) -> tuple[list[SessionMeasures], dict]:
+    """The newest ``limit`` searches of a published collection, each measured, and the
+    totals over them.
+
+    A live search has no qrels, so relevance comes from the best evidence there is: the qrels
+    of the collection's topic whose title is the query (case and spacing aside); otherwise an
+    archivist's release or the searcher opening a document counts as relevance
+    ``evidence_grade``, a not-relevant decision as 0, anything else as unknown (0).
+    Sensitivity is what is known now: the persona's labels with the archivists' decisions in
+    force (``ranking.classifier``, source ``decisions``)."""
+    from django.utils import timezone
+
+    from ranking import measures
+    from ranking.classifier import sensitivity_labels
+    from ranking.services import reference_qrels
+    from review.models import AuditEvent, Publication
+
+    publication = Publication.objects.filter(collection=collection).first()
+    if publication is None:
+        return [], {}
+    persona = publication.persona
+    searches = list(
+        SearchLog.objects.filter(collection=collection, persona=persona)
+        .select_related("searcher")
+        .order_by("-created_at", "-id")[:limit]
+    )
+    requests: dict[int, list] = {}
+    for r in ReviewRequest.objects.filter(search__in=searches).order_by("rank"):
+        requests.setdefault(r.search_id, []).append(r)
+    sensitive = {
+        doc
+        for doc, label in sensitivity_labels(
+            collection=collection, persona=persona, source="decisions"
+        ).items()
+        if label
+    }
+    latest = {}
+    for d in Decision.objects.filter(persona=persona, document__collection=collection).order_by(
+        "decided_at", "id"
+    ):
+        latest[d.document_id] = d.kind
+    opened = set(
+        AuditEvent.objects.filter(
+            collection=collection, action="view", detail__role="searcher"
+        ).values_list("user_id", "document_id")
+    )
+    topics = {" ".join(t.title.lower().split()): t.number for t in collection.topics.all()}
+    qrels = reference_qrels(collection=collection) if topics else {}
+    docids = dict(
+        collection.documents.filter(
+            pk__in={pk for s in searches for pk in s.shown}
+            | {r.document_id for rs in requests.values() for r in rs}
+        ).values_list("pk", "docid")
+    )
+    now = timezone.now()
+    rows = []
+    for s in searches:
+        mine = requests.get(s.pk, [])
+        decided = [r for r in mine if r.status != ReviewRequest.Status.PENDING]
+        released = [r for r in mine if r.status == ReviewRequest.Status.RELEASED]
+        number = topics.get(" ".join(s.query.lower().split()))
+        if number is not None and number in qrels:
+            topic_qrels = qrels[number]
+            relevance = {pk: topic_qrels.get(docids.get(pk), 0) for pk in docids}
+            source = f"qrels of topic {number}"
+        else:
+            relevance = {}
+            for pk in list(s.shown) + [r.document_id for r in mine]:
+                kind = latest.get(pk)
+                if kind == Decision.Kind.RELEASE or (s.searcher_id, pk) in opened:
+                    relevance[pk] = evidence_grade
+            source = "decisions and opens"
+        truth = {pk: True for pk in sensitive}
+        shown_after = [r.document_id for r in released]
+        rows.append(
+            SessionMeasures(
+                search=s,
+                relevance_from=source,
+                shown=len(s.shown),
+                requests=len(mine),
+                reviewed=len(decided),
+                released=len(released),
+                pending=len(mine) - len(decided),
+                sensitive_shown=sum(1 for pk in list(s.shown) + shown_after if pk in sensitive),
+                waited=[(r.decided_at - r.requested_at).total_seconds() for r in released],
+                waiting=max(
+                    ((now - r.requested_at).total_seconds() for r in mine if r.decided_at is None),
+                    default=None,
+                ),
+                o_cs_dcg=measures.o_cs_dcg(
+                    list(s.shown),
+                    [r.document_id for r in decided],
+                    relevance,
+                    truth,
+                    effort=effort,
+                    k=k,
+                    cost=cost,
+                ),
+            )
+        )
+    waits = [w for r in rows for w in r.waited]
+    totals = {
+        "sessions": len(rows),
+        "o_cs_dcg_mean": sum(r.o_cs_dcg for r in rows) / len(rows) if rows else None,
+        "shown": sum(r.shown for r in rows),
+        "requests": sum(r.requests for r in rows),
+        "reviewed": sum(r.reviewed for r in rows),
+        "released": sum(r.released for r in rows),
+        "pending": sum(r.pending for r in rows),
+        "sensitive_shown": sum(r.sensitive_shown for r in rows),
+        "wait_median": statistics.median(waits) if waits else None,
+        "wait_max": max(waits) if waits else None,
+    }
+    return rows, totals

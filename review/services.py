@@ -41,25 +41,57 @@ def audit(*, user, action: str, collection=None, document=None, **detail) -> Aud
     )
 
 
+@dataclass(frozen=True)
+class StoredScores:
+    """A classifier version as the routing and the review page read it."""
+
+    p: dict[str, float]  # docid -> P(sensitive)
+    row: dict[str, int]
+    names: list[str]
+    contribution_index: object = None  # numpy arrays, absent in files without them
+    contribution_value: object = None
+
+    def contributions(self, docid: str) -> tuple[list, list]:
+        """The features pushing this document towards sensitive and towards not sensitive,
+        strongest first, as (name, weight x value)."""
+        if self.contribution_index is None or docid not in self.row:
+            return [], []
+        index = self.contribution_index[self.row[docid]]
+        value = self.contribution_value[self.row[docid]]
+        pairs = [(self.names[i], float(v)) for i, v in zip(index, value, strict=True) if i >= 0]
+        return [x for x in pairs if x[1] > 0], [x for x in pairs if x[1] < 0]
+
+
 @lru_cache(maxsize=16)
-def _scores(path: str) -> dict[str, float]:
+def _stored(path: str) -> StoredScores:
     import joblib
 
     stored = joblib.load(path)
-    return dict(zip(stored["docids"], map(float, stored["scores"]), strict=True))
+    featurizer = stored.get("featurizer")
+    return StoredScores(
+        p=dict(zip(stored["docids"], map(float, stored["scores"]), strict=True)),
+        row={docid: i for i, docid in enumerate(stored["docids"])},
+        names=list(featurizer.names) if featurizer is not None else [],
+        contribution_index=stored.get("contribution_index"),
+        contribution_value=stored.get("contribution_value"),
+    )
 
 
-def sensitivity_scores(*, collection: Collection, persona: Persona) -> tuple[dict, int | None]:
-    """P(sensitive) per docid from the persona's newest classifier, and its version
-    (empty and None when none was trained: then every document needs review)."""
+def stored_scores(*, collection: Collection, persona: Persona):
+    """The persona's newest classifier version and its stored scores (None, None if none)."""
     model = (
         SensitivityModel.objects.filter(collection=collection, persona=persona)
         .order_by("-version")
         .first()
     )
-    if model is None:
-        return {}, None
-    return _scores(model.path), model.version
+    return (model, _stored(model.path)) if model is not None else (None, None)
+
+
+def sensitivity_scores(*, collection: Collection, persona: Persona) -> tuple[dict, int | None]:
+    """P(sensitive) per docid from the persona's newest classifier, and its version
+    (empty and None when none was trained: then every document needs review)."""
+    model, stored = stored_scores(collection=collection, persona=persona)
+    return (stored.p, model.version) if model is not None else ({}, None)
 
 
 def current_decisions(*, persona: Persona, document_ids) -> dict[int, Decision]:
@@ -88,7 +120,7 @@ class SearchOutcome:
     notice: bool
 
 
-def search_protected(*, user, collection: Collection, query: str, k: int = 20) -> SearchOutcome:
+def search_protected(*, user, collection: Collection, query: str) -> SearchOutcome:
     """Rank with BM25, split into what the searcher sees now and what the archivist is
     asked about, log the search and everything shown."""
     from ranking import lucene
@@ -119,7 +151,8 @@ def search_protected(*, user, collection: Collection, query: str, k: int = 20) -
         decided,
         band_low=publication.band_low,
         band_high=publication.band_high,
-        k=k,
+        k=publication.review_k,
+        most_uncertain=publication.most_uncertain,
     )
     shown = [ranked[i][0] for i in where.shown]
     scores = [ranked[i][1] for i in where.shown]

@@ -28,6 +28,7 @@ def simulate(
     band_high: float = 0.8,
     k: int = 10,
     effort: float = 0.1,
+    most_uncertain: int | None = None,
 ) -> list[dict]:
     """``train(labels) -> (p: docid -> P(sensitive), report dict)``; returns one dict per round."""
     labels = dict(seed_labels)
@@ -39,7 +40,15 @@ def simulate(
         shown_counts, reviewed_counts, sensitive_shown, scores = [], [], 0, []
         for qid in qids[r - 1 :: rounds]:
             ranking = rankings[qid]
-            where = routing.split(ranking, p, decided, band_low=band_low, band_high=band_high, k=k)
+            where = routing.split(
+                ranking,
+                p,
+                decided,
+                band_low=band_low,
+                band_high=band_high,
+                k=k,
+                most_uncertain=most_uncertain,
+            )
             shown = [ranking[i] for i in where.shown]
             reviewed = [ranking[i] for i in where.review]
             for d in reviewed:  # the oracle archivist

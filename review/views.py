@@ -6,12 +6,13 @@ from datetime import date
 
 from django.contrib import messages
 from django.db import transaction
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from annotate import roles
-from annotate.models import Collection, Document, Persona, SensitivityModel
+from annotate.exports import csv_safe
+from annotate.models import Collection, Document, Persona
 from ranking import lucene
 from ranking.highlight import query_stems, snippet
 from review import selectors, services
@@ -79,23 +80,29 @@ def document(request, slug, pk):
     return render(request, "review/document.html", {"collection": collection, "doc": doc})
 
 
+def _queue_order(request) -> str:
+    """The archivist's chosen queue order (kept in their session)."""
+    order = request.GET.get("order")
+    if order in selectors.QUEUE_ORDERS:
+        request.session["review_order"] = order
+    return request.session.get("review_order", "waiting")
+
+
 @archivist_required
 def queue(request):
-    rows = selectors.review_queue()
+    order = _queue_order(request)
+    rows = selectors.review_queue(order=order)
     template = "review/_queue.html" if request.htmx else "review/queue.html"
-    return render(request, template, {"rows": rows})
+    orders = [(key, label) for key, (label, _k) in selectors.QUEUE_ORDERS.items()]
+    return render(request, template, {"rows": rows, "order": order, "orders": orders})
 
 
 @archivist_required
 def item(request, persona_id, document_id):
     persona = get_object_or_404(Persona, pk=persona_id)
     doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
-    p, _version = services.sensitivity_scores(collection=doc.collection, persona=persona)
-    model = (
-        SensitivityModel.objects.filter(collection=doc.collection, persona=persona)
-        .order_by("-version")
-        .first()
-    )
+    model, stored = services.stored_scores(collection=doc.collection, persona=persona)
+    towards, away = stored.contributions(doc.docid) if stored else ([], [])
     with transaction.atomic():
         services.audit(
             user=request.user,
@@ -110,8 +117,10 @@ def item(request, persona_id, document_id):
         {
             "persona": persona,
             "doc": doc,
-            "p": p.get(doc.docid),
+            "p": stored.p.get(doc.docid) if stored else None,
             "model": model,
+            "towards": towards,
+            "away": away,
             "queries": selectors.exposing_queries(document=doc, persona=persona),
             "earlier": selectors.decisions_on(document=doc, persona=persona),
             "today": date.today(),
@@ -144,12 +153,79 @@ def decide(request, persona_id, document_id):
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     messages.success(request, f"Decided: {request.POST.get('kind', '').replace('_', ' ')}.")
-    nxt = selectors.review_queue(limit=1)
+    nxt = selectors.review_queue(order=_queue_order(request), limit=1)
     if nxt:
         return redirect(
             "review-item", persona_id=nxt[0]["persona_id"], document_id=nxt[0]["document_id"]
         )
     return redirect("review-queue")
+
+
+def _number(request, name, default, cast, low, high):
+    """A report parameter from the query string, clamped; the default when it is not one."""
+    try:
+        value = cast(request.GET.get(name, default))
+    except (TypeError, ValueError):
+        return default
+    return min(max(value, low), high)
+
+
+@lead_required
+def loop_report(request, slug):
+    """Per search session and overall: O-CS-DCG@k, shown, reviewed, sensitive shown, waits."""
+    collection = get_object_or_404(Collection, slug=slug, publication__isnull=False)
+    params = {
+        "k": _number(request, "k", 10, int, 1, 100),
+        "effort": _number(request, "effort", 0.1, float, 0.0, 100.0),
+        "cost": _number(request, "cost", 12.0, float, 0.0, 1000.0),
+        "evidence_grade": _number(request, "grade", 1, int, 1, 2),
+    }
+    rows, totals = selectors.loop_sessions(collection=collection, **params)
+    if request.GET.get("format") == "csv":
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="loop-{collection.slug}.csv"'
+        writer = csv.writer(response)
+        writer.writerow(
+            [
+                "search",
+                "at",
+                "searcher",
+                "query",
+                "relevance_from",
+                "shown",
+                "requests",
+                "reviewed",
+                "released",
+                "pending",
+                "sensitive_shown",
+                "wait_mean_s",
+                "o_cs_dcg",
+            ]
+        )
+        for r in rows:
+            writer.writerow(
+                [
+                    r.search.pk,
+                    r.search.created_at.isoformat(),
+                    csv_safe(r.search.searcher.username),
+                    csv_safe(r.search.query),
+                    r.relevance_from,
+                    r.shown,
+                    r.requests,
+                    r.reviewed,
+                    r.released,
+                    r.pending,
+                    r.sensitive_shown,
+                    "" if r.mean_wait is None else f"{r.mean_wait:.1f}",
+                    f"{r.o_cs_dcg:.4f}",
+                ]
+            )
+        return response
+    return render(
+        request,
+        "review/loop_report.html",
+        {"collection": collection, "rows": rows, "totals": totals, "params": params},
+    )
 
 
 @lead_required
@@ -174,7 +250,7 @@ def audit_log(request):
                     [
                         e.at.isoformat(),
                         e.action,
-                        e.user.username if e.user else "",
+                        csv_safe(e.user.username) if e.user else "",
                         e.collection.slug if e.collection else "",
                         e.document_id or "",
                         json.dumps(e.detail, sort_keys=True),
@@ -188,5 +264,10 @@ def audit_log(request):
     return render(
         request,
         "review/audit.html",
-        {"events": events[:200], "action": action, "actions": list(actions)},
+        {
+            "events": events[:200],
+            "action": action,
+            "actions": list(actions),
+            "published": Collection.objects.filter(publication__isnull=False).order_by("name"),
+        },
     )

@@ -38,6 +38,6 @@ def published(sample_collection, tmp_path):
         trained_at=timezone.now(),
         seconds=0.1,
     )
-    services._scores.cache_clear()
+    services._stored.cache_clear()
     Publication.objects.create(collection=c, persona=persona, published=True)
     return c, persona, docs, kinds

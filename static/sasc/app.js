@@ -20,3 +20,8 @@ document.addEventListener("keydown", (event) => {
     }
   }
 });
+
+// A select with data-autosubmit submits its form when changed (the button stays for no-JS).
+document.addEventListener("change", (event) => {
+  if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();
+});

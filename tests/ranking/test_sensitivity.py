@@ -108,3 +108,36 @@ def test_a_classifier_no_better_than_chance_says_so():
     r = s.train(featurizer.fit_transform(msgs), noise, featurizer.names).report
     assert "no better than chance" in r.warning
     assert r.baseline_f1 == pytest.approx(2 * sum(noise) / (len(noise) + sum(noise)))
+
+
+def test_contributions_are_each_documents_strongest_weighted_features():
+    import scipy.sparse as sp
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    dense = rng.normal(size=(30, 12)) * (rng.random((30, 12)) < 0.5)
+    y = (dense[:, 0] - dense[:, 1] > 0).astype(int)
+    model = LogisticRegression().fit(dense, y)
+    index, value = s.contributions(model, sp.csr_matrix(dense), top=3)
+    weighted = dense * model.coef_.ravel()
+    for row in range(30):
+        up = [i for i in np.argsort(-weighted[row]) if weighted[row, i] > 0][:3]
+        down = [i for i in np.argsort(weighted[row]) if weighted[row, i] < 0][:3]
+        assert [i for i in index[row, :3] if i >= 0] == up
+        assert [i for i in index[row, 3:] if i >= 0] == down
+        assert value[row, : len(up)] == pytest.approx(weighted[row, up], rel=1e-5)
+        assert value[row, 3 : 3 + len(down)] == pytest.approx(weighted[row, down], rel=1e-5)
+    assert (index == -1).any()  # rows with fewer than three of a side leave -1
+
+
+def test_a_calibrated_classifiers_weights_are_the_mean_over_its_folds():
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(60, 4))
+    y = (x[:, 0] > 0).astype(int)
+    model = CalibratedClassifierCV(LogisticRegression(), cv=3).fit(x, y)
+    expected = np.mean([f.estimator.coef_.ravel() for f in model.calibrated_classifiers_], axis=0)
+    assert s.coefficients(model) == pytest.approx(expected)
+    assert s.coefficients(model)[0] > 0 and np.argmax(np.abs(s.coefficients(model))) == 0

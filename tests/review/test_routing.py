@@ -45,3 +45,17 @@ def test_an_oracle_archivist_keeps_sensitive_documents_from_view_and_teaches_the
     assert seen_labels == sorted(seen_labels) and seen_labels[-1] > 0
     assert rounds[-1]["reviewed_mean"] < rounds[0]["reviewed_mean"]
     assert rounds[-1]["classifier_f1"] > rounds[0]["classifier_f1"]
+
+
+def test_most_uncertain_asks_about_the_n_nearest_one_half_and_holds_back_the_rest():
+    ranking = ["a", "b", "c", "d", "e", "f", "g"]
+    p = {"a": 0.3, "b": 0.45, "c": 0.7, "d": 0.52, "f": 0.01, "g": 0.5}  # e unscored
+    where = routing.split(ranking, p, {}, band_low=0.2, band_high=0.8, k=6, most_uncertain=2)
+    assert [ranking[i] for i in where.review] == ["d", "e"]  # |0.52-0.5|, unscored = 0.5
+    assert [ranking[i] for i in where.shown] == ["f"]  # a, b, c held back, g beyond k
+    unlimited = routing.split(ranking, p, {}, band_low=0.2, band_high=0.8, k=6)
+    assert [ranking[i] for i in unlimited.review] == ["a", "b", "c", "d", "e"]
+    assert (
+        routing.split(ranking, p, {}, band_low=0.2, band_high=0.8, k=6, most_uncertain=10)
+        == unlimited
+    )

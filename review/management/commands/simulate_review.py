@@ -34,6 +34,12 @@ class Command(BaseCommand):
         parser.add_argument("--band-high", type=float, default=0.8)
         parser.add_argument("--k", type=int, default=10)
         parser.add_argument("--effort", type=float, default=0.1, help="O-CS-DCG cost per review")
+        parser.add_argument(
+            "--most-uncertain",
+            type=int,
+            default=None,
+            help="ask about at most n per query, the most uncertain among the top k",
+        )
         parser.add_argument("--random-seed", type=int, default=0)
         parser.add_argument("--out", type=Path, default=Path("var/simulate_review"))
 
@@ -94,6 +100,7 @@ class Command(BaseCommand):
             band_high=opts["band_high"],
             k=opts["k"],
             effort=opts["effort"],
+            most_uncertain=opts["most_uncertain"],
         )
         out = opts["out"]
         out.mkdir(parents=True, exist_ok=True)
@@ -105,6 +112,7 @@ class Command(BaseCommand):
             "band": [opts["band_low"], opts["band_high"]],
             "k": opts["k"],
             "effort": opts["effort"],
+            "most_uncertain": opts["most_uncertain"],
             "rounds": rounds,
             "seconds": round(time.perf_counter() - started, 1),
         }

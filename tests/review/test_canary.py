@@ -1,0 +1,159 @@
+"""T8 (RELIABILITY.md, G7): canary tokens planted in withheld, predicted-sensitive and
+unreviewed-uncertain documents (subject, body, attachment name and text) never reach a
+searcher: not on any page, API or export a searcher can request, not in a header, and a query
+matching only canaries answers exactly like a query matching nothing."""
+
+import html
+import itertools
+import re
+from collections import deque
+
+import pytest
+from django.urls import get_resolver, reverse
+
+from annotate.models import Attachment
+from ranking.services import index_build
+from review import services
+from review.models import Decision, ReviewRequest, SearchLog
+
+pytestmark = pytest.mark.lucene
+TOKENS = ("qcanarysubj", "qcanarybody", "qcanaryattname", "qcanaryatttext")
+
+
+@pytest.fixture
+def canaries(published, users):
+    """Three hidden documents with canaries: one withheld by an archivist (the classifier
+    calls it safe), one predicted sensitive, one uncertain and never reviewed."""
+    c, persona, docs, kinds = published
+    withheld = next(d for d in docs if kinds[d.pk] == "safe")
+    sensitive = next(d for d in docs if kinds[d.pk] == "sensitive")
+    uncertain = next(d for d in docs if kinds[d.pk] == "uncertain")
+    hidden = [withheld, sensitive, uncertain]
+    for n, doc in enumerate(hidden):
+        doc.subject = f"{doc.subject} qcanarysubj{n}"
+        doc.body = f"{doc.body}\nshared words qcanarybody{n}"
+        doc.save(update_fields=["subject", "body"])
+        Attachment.objects.create(
+            document=doc,
+            position=90 + n,
+            filename=f"qcanaryattname{n}.txt",
+            content_type="text/plain",
+            size=20,
+            is_text=True,
+            text=f"qcanaryatttext{n}",
+        )
+    index_build(collection_id=c.pk, force=True)
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=withheld, kind="withhold"
+    )
+    return c, persona, hidden
+
+
+def _body(response) -> str:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode(errors="replace")
+    return response.content.decode(errors="replace")
+
+
+def _leaks(response, body: str, query: str = "") -> list[str]:
+    """Canary tokens in the body (the searcher's own query aside) or the headers."""
+    text = body.lower().replace(query.lower(), "") if query else body.lower()
+    headers = " ".join(f"{k}: {v}" for k, v in response.items()).lower()
+    return [t for t in TOKENS if t in text or t in headers]
+
+
+def _routes():
+    """Every named route of the URL conf (admin included), with its keyword names."""
+
+    def walk(patterns, namespace=""):
+        for p in patterns:
+            if hasattr(p, "url_patterns"):
+                yield from walk(p.url_patterns, f"{p.namespace}:" if p.namespace else namespace)
+            elif p.name:
+                yield namespace + p.name, list(p.pattern.converters)
+
+    return list(walk(get_resolver().url_patterns))
+
+
+def test_no_canary_reaches_a_searcher_anywhere(canaries, login, users):
+    c, persona, hidden = canaries
+    searcher = login(users["searcher"])
+    checked, leaks = 0, []
+    # Queries: each canary alone, with words the hidden documents share with others, and the
+    # hidden documents' own subjects.
+    queries = [f"{t}{n}" for t in TOKENS for n in range(3)]
+    queries += ["shared words", "razor linux spam"] + [d.subject for d in hidden]
+    for q in queries:
+        r = searcher.get(reverse("searcher-search", args=[c.slug]), {"q": q})
+        body = _body(r)
+        checked += 1
+        leaks += [(q, t) for t in _leaks(r, body, html.escape(q))]
+    searches = list(SearchLog.objects.filter(searcher=users["searcher"]))
+    # Whatever the classifier asked the archivist about, the searcher's pages hold none of it.
+    assert ReviewRequest.objects.filter(document=hidden[2]).exists()
+    for d in hidden:
+        assert not any(d.pk in s.shown for s in searches)
+
+    # Every route of the URL conf, filled with the hidden documents, the persona and searches.
+    ints = [d.pk for d in hidden] + [persona.pk] + [s.pk for s in searches[:3]]
+    values = {"slug": [c.slug], "number": ["1"], "name": ["qrels.txt", "chart"]}
+    start = []
+    for name, kwargs in _routes():
+        if name.endswith("logout"):
+            continue
+        pools = [values.get(k, ints) for k in kwargs]
+        for combo in itertools.product(*pools):
+            try:
+                start.append(reverse(name, kwargs=dict(zip(kwargs, combo, strict=True))))
+            except Exception:  # noqa: BLE001, S112 - admin routes with other converters
+                continue
+    start += [reverse("searcher-released", args=[c.slug, s.pk]) + "?have=0" for s in searches]
+    # Then every same-origin link, htmx endpoint and form those pages lead to.
+    seen, queue = set(), deque(start)
+    while queue and len(seen) < 3000:
+        url = queue.popleft()
+        if url in seen:
+            continue
+        seen.add(url)
+        for method in ("get", "post") if "?" not in url else ("get",):
+            r = getattr(searcher, method)(url)
+            body = _body(r)
+            checked += 1
+            leaks += [(method, url, t) for t in _leaks(r, body)]
+            assert r.status_code < 500, (method, url, r.status_code)
+            if method == "get" and r.status_code == 200:
+                for link in re.findall(r'(?:href|hx-get|action|src)="([^"#]+)', body):
+                    link = html.unescape(link)
+                    if (
+                        link.startswith("/")
+                        and not link.startswith(("//", "/static/"))
+                        and "logout" not in link
+                    ):
+                        queue.append(link)
+    print(f"T8: {checked} responses checked over {len(seen)} URLs, {len(leaks)} leaks")
+    assert leaks == [] and checked > 200
+    for d in hidden:  # the hidden documents' own pages: 404, as for an id that does not exist
+        assert searcher.get(reverse("searcher-document", args=[c.slug, d.pk])).status_code == 404
+        assert searcher.get(reverse("api-document-detail", args=[d.pk])).status_code in (403, 404)
+
+
+def test_a_query_matching_only_canaries_looks_like_a_query_matching_nothing(canaries, login, users):
+    c, persona, hidden = canaries
+    searcher = login(users["searcher"])
+
+    def page(q):
+        body = _body(searcher.get(reverse("searcher-search", args=[c.slug]), {"q": q}))
+        search = SearchLog.objects.latest("created_at")
+        # The parts that differ between any two searches: the query, the search's id and the
+        # per-response CSRF token.
+        body = body.replace(q, "Q").replace(f"/released/{search.pk}/", "/released/N/")
+        body = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", body)
+        return re.sub(r'"X-CSRFToken": "[^"]+"', "", body), search
+
+    for n in range(3):  # withheld, predicted sensitive, uncertain (which also asks the archivist)
+        canary, canary_search = page(f"qcanarybody{n}")
+        nothing, nothing_search = page(f"qnomatchxxx{n}")
+        assert canary_search.shown == [] and nothing_search.shown == []
+        assert canary == nothing and len(canary) == len(nothing)
+    assert ReviewRequest.objects.filter(search=canary_search, document=hidden[2]).exists()
+    assert Decision.objects.filter(document=hidden[0], kind="withhold").exists()
