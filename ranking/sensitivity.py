@@ -192,6 +192,9 @@ class Report:
     top_sensitive: list[tuple[str, float]]
     top_not_sensitive: list[tuple[str, float]]
     baseline_f1: float = 0.0  # F1 of calling every document sensitive
+    # The lowest out-of-fold P(sensitive) of a document labelled sensitive: below it the
+    # classifier let no known sensitive document through in cross-validation.
+    p_sensitive_min: float = 0.0
     warning: str = ""
 
     def as_dict(self) -> dict:
@@ -268,6 +271,7 @@ def train(matrix, labels, names: list[str], *, objective: str = "f1", seed: int 
         top_not_sensitive=[(names[i], round(float(coef[i]), 4)) for i in order[:15]],
     )
     report.baseline_f1 = 2 * positives / (len(y) + positives)
+    report.p_sensitive_min = float(oof[y == 1].min())
     if report.balanced_accuracy < 0.6 or report.f1 <= report.baseline_f1 + 0.01:
         report.warning = (
             f"no better than chance (balanced accuracy {report.balanced_accuracy:.2f}; F1 "

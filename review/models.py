@@ -16,7 +16,7 @@ class Publication(models.Model):
     persona = models.ForeignKey(Persona, on_delete=models.PROTECT, related_name="+")
     published = models.BooleanField(default=False)
     band_low = models.FloatField(
-        default=0.2, help_text="P(sensitive) below this: shown at once (if not withheld)"
+        default=0.02, help_text="P(sensitive) below this: shown at once (if not withheld)"
     )
     band_high = models.FloatField(
         default=0.8, help_text="P(sensitive) at or above this: never shown, never asked"

@@ -4,7 +4,9 @@ The topics are dealt into rounds (new searches each round); every query's rankin
 the current classifier (``review.routing``), the oracle archivist decides every document
 asked about from the true labels (withhold the sensitive, release the rest), decisions hold
 for the following queries and rounds, and after each round the classifier is retrained on the
-seed labels plus every decision. Per round: the classifier's cross-validated F1, documents shown
+seed labels plus every decision. Per round: the classifier's cross-validated F1 and its F1 on
+every labelled document it was not trained on (a fixed yardstick: the cross-validated one is
+measured on a training set that grows with the hardest documents), documents shown
 at once, documents reviewed, sensitive documents shown, and O-CS-DCG@k.
 """
 
@@ -37,6 +39,9 @@ def simulate(
     qids = list(rankings)
     for r in range(1, rounds + 1):
         p, report = train(labels)
+        heldout = [d for d in truth if d not in labels and d in p]
+        threshold = report.get("threshold", 0.5)
+        heldout_f1 = _f1([truth[d] for d in heldout], [p[d] >= threshold for d in heldout])
         shown_counts, reviewed_counts, sensitive_shown, scores = [], [], 0, []
         for qid in qids[r - 1 :: rounds]:
             ranking = rankings[qid]
@@ -67,6 +72,8 @@ def simulate(
                 "round": r,
                 "queries": len(scores),
                 "classifier_f1": report.get("f1"),
+                "heldout_f1": heldout_f1,
+                "heldout": len(heldout),
                 "labels": len(labels),
                 "decisions": len(decided),
                 "shown_mean": float(np.mean(shown_counts)),
@@ -77,3 +84,13 @@ def simulate(
             }
         )
     return out
+
+
+def _f1(truth: list[bool], predicted: list[bool]) -> float | None:
+    """F1 of the sensitive class (None without a labelled document)."""
+    if not truth:
+        return None
+    tp = sum(t and q for t, q in zip(truth, predicted, strict=True))
+    fp = sum(q and not t for t, q in zip(truth, predicted, strict=True))
+    fn = sum(t and not q for t, q in zip(truth, predicted, strict=True))
+    return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0

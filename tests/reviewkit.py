@@ -39,5 +39,5 @@ def published(sample_collection, tmp_path):
         seconds=0.1,
     )
     services._stored.cache_clear()
-    Publication.objects.create(collection=c, persona=persona, published=True)
+    Publication.objects.create(collection=c, persona=persona, published=True, band_low=0.2)
     return c, persona, docs, kinds

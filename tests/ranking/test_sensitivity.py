@@ -88,6 +88,9 @@ def test_training_separates_a_learnable_signal_and_reports_it():
     p = trained.model.predict_proba(matrix)[:, 1]
     assert p.min() >= 0 and p.max() <= 1
     assert np.mean(p[np.array(labels) == 1]) > np.mean(p[np.array(labels) == 0]) + 0.5
+    # The lowest out-of-fold P of a sensitive document: at or below the threshold when recall
+    # is 1, below it otherwise; a learnable signal puts it well above 0.
+    assert 0.05 < r.p_sensitive_min <= r.threshold + 1e-4 or r.recall < 1
 
 
 def test_training_refuses_too_few_examples_of_a_class():

@@ -45,6 +45,11 @@ def test_an_oracle_archivist_keeps_sensitive_documents_from_view_and_teaches_the
     assert seen_labels == sorted(seen_labels) and seen_labels[-1] > 0
     assert rounds[-1]["reviewed_mean"] < rounds[0]["reviewed_mean"]
     assert rounds[-1]["classifier_f1"] > rounds[0]["classifier_f1"]
+    # Held out: the labelled documents the round's classifier was not trained on.
+    assert [r["heldout"] for r in rounds] == [len(truth) - n for n in seen_labels]
+    # Round 1 knows no label: P = 0.5 everywhere, at threshold 0.5 all 40 called sensitive,
+    # 10 of them are: F1 = 2 * 10 / (2 * 10 + 30).
+    assert rounds[0]["heldout_f1"] == 0.4
 
 
 def test_most_uncertain_asks_about_the_n_nearest_one_half_and_holds_back_the_rest():

@@ -30,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--seed-fraction", type=float, default=0.1, help="labels known before the loop"
         )
-        parser.add_argument("--band-low", type=float, default=0.05)
+        parser.add_argument("--band-low", type=float, default=0.02)
         parser.add_argument("--band-high", type=float, default=0.8)
         parser.add_argument("--k", type=int, default=10)
         parser.add_argument("--effort", type=float, default=0.1, help="O-CS-DCG cost per review")
@@ -123,11 +123,13 @@ class Command(BaseCommand):
             f"{opts['band_low']}-{opts['band_high']}, k {opts['k']}, effort {opts['effort']}"
         )
         self.stdout.write(
-            "round  queries  F1     labels  shown/q  reviewed/q  sensitive shown  O-CS-DCG"
+            "round  queries  F1 (cv)  F1 (held out)  labels  shown/q  reviewed/q  "
+            "sensitive shown  O-CS-DCG"
         )
         for r in rounds:
             self.stdout.write(
-                f"{r['round']:>5}  {r['queries']:>7}  {r['classifier_f1']:.3f}  {r['labels']:>6}  "
+                f"{r['round']:>5}  {r['queries']:>7}  {r['classifier_f1']:>7.3f}  "
+                f"{r['heldout_f1']:>13.3f}  {r['labels']:>6}  "
                 f"{r['shown_mean']:>7.2f}  {r['reviewed_mean']:>10.2f}  "
                 f"{r['sensitive_shown']:>15}  {r['o_cs_dcg_mean']:8.3f}"
             )
@@ -141,11 +143,12 @@ class Command(BaseCommand):
 
         x = [r["round"] for r in rounds]
         fig, axes = plt.subplots(1, 4, figsize=(14, 3.4))
+        axes[0].plot(x, [r["heldout_f1"] for r in rounds], marker="s", label="held out")
         for ax, key, title in zip(
             axes,
             ("classifier_f1", "reviewed_mean", "sensitive_shown", "o_cs_dcg_mean"),
             (
-                "classifier F1 (cross-validated)",
+                "classifier F1 (cv: circles, held out: squares)",
                 "documents reviewed",
                 "sensitive shown",
                 "O-CS-DCG@k",
