@@ -166,6 +166,7 @@ else:
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_EVENT_SERIALIZER = "json"
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 # A task is acknowledged only after it finished, so a killed worker's task is delivered again.
@@ -221,6 +222,18 @@ if SASC_PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Shared by every web process in a deployment (the login limit counts across them): Redis,
+# with a password in the URL if it has one. The quickstart and the tests use process memory.
+CACHE_URL = env_str("CACHE_URL", "")
+if CACHE_URL:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+SASC_LOGIN_MAX_FAILURES = env_int("SASC_LOGIN_MAX_FAILURES", 10, minimum=1)
+SASC_LOGIN_WINDOW = env_int("SASC_LOGIN_WINDOW", 900, minimum=1)
+
 # Enforced on every response by config.middleware (G8 in RELIABILITY.md).
 SASC_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

@@ -6,13 +6,14 @@ from rest_framework.permissions import IsAuthenticated
 
 from annotate import annotation_api, api, judging, lead, views
 from config.health import health
+from config.login import LoginView
 from ranking import views as ranking_views
 from review import views as review_views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("health/", health, name="health"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("collections/", views.collection_list, name="collection-list"),
     path("collections/<slug:slug>/", views.collection_detail, name="collection-detail"),

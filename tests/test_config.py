@@ -61,3 +61,70 @@ def test_celery_accepts_json_only():
     assert app.conf.accept_content == ["json"]
     assert app.conf.task_serializer == "json"
     assert app.conf.task_acks_late is True
+
+
+def _production(**extra):
+    import secrets
+
+    return {
+        "SASC_PRODUCTION": "1",
+        "SECRET_KEY": secrets.token_urlsafe(60),
+        "ALLOWED_HOSTS": "sasc.example.org",
+        **extra,
+    }
+
+
+def test_production_settings_pass_the_deploy_checks():
+    ok = _run(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        env=_production(CACHE_URL="redis://:secret@127.0.0.1:6379/1"),
+    )
+    assert ok.returncode == 0, ok.stderr + ok.stdout
+    # Without a shared cache the login limit would count per process: a warning fails it.
+    local = _run("check", "--deploy", "--fail-level", "WARNING", env=_production())
+    assert local.returncode != 0 and "sasc.W001" in local.stderr + local.stdout
+
+
+def test_security_headers_on_every_response(client, settings, db):
+    settings.SECURE_HSTS_SECONDS = 31536000
+    settings.SECURE_SSL_REDIRECT = False
+    for url in ("/accounts/login/", "/health/", "/no-such-page/"):
+        r = client.get(url, secure=True)
+        assert r["Strict-Transport-Security"].startswith("max-age=31536000"), url
+        csp = r["Content-Security-Policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp, url
+        assert "object-src 'none'" in csp and "frame-ancestors 'none'" in csp, url
+        assert r["X-Content-Type-Options"] == "nosniff", url
+        assert r["Referrer-Policy"] == "same-origin", url
+        assert r["X-Frame-Options"] == "DENY", url
+
+
+def test_failed_logins_are_limited(client, settings, make_user):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.SASC_LOGIN_MAX_FAILURES = 3
+    make_user("alice")
+    make_user("bob")
+    for _ in range(3):
+        r = client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+        assert r.status_code == 200  # the form again, with its error
+    # The fourth attempt is refused even with the right password: guessing gains nothing.
+    r = client.post("/accounts/login/", {"username": "Alice", "password": "pw-for-tests-only"})
+    assert r.status_code == 429 and int(r["Retry-After"]) > 800
+    assert b"Too many failed logins" in r.content and "_auth_user_id" not in client.session
+    # Another user from the same address is not locked out by alice's failures...
+    r = client.post("/accounts/login/", {"username": "bob", "password": "pw-for-tests-only"})
+    assert r.status_code == 302 and client.session["_auth_user_id"]
+    client.logout()
+    # ...until the address itself passes five times the limit.
+    for i in range(12):
+        client.post("/accounts/login/", {"username": f"guess{i}", "password": "x"})
+    r = client.post("/accounts/login/", {"username": "bob", "password": "pw-for-tests-only"})
+    assert r.status_code == 429
+    cache.clear()  # the window over
+    r = client.post("/accounts/login/", {"username": "alice", "password": "pw-for-tests-only"})
+    assert r.status_code == 302
