@@ -5,13 +5,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install lint unit bench clean
+.PHONY: demo test acceptance install lint unit bench clean
 
 demo: install
 	$(BIN)/python manage.py demo
 
 test: install lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --ignore=tests/acceptance
+
+# T1-T12 of RELIABILITY.md on gunicorn + PostgreSQL + Redis + a worker (docs/reliability.md).
+acceptance: install
+	.ci/acceptance
 
 install: $(STAMP)
 

@@ -1,4 +1,4 @@
-"""Security headers Django 5.2 does not set by itself."""
+"""Security headers Django 5.2 does not set by itself; 503 while the database is away."""
 
 from django.conf import settings
 
@@ -17,4 +17,35 @@ class ContentSecurityPolicyMiddleware:
     def __call__(self, request):
         response = self.get_response(request)
         response.headers.setdefault("Content-Security-Policy", self.policy)
+        return response
+
+
+class DatabaseUnavailableMiddleware:
+    """Answer 503 with Retry-After, not 500, while the database is unreachable (restarting,
+    failing over): clients and the judging page retry with the same Idempotency-Key, and
+    the connection is dropped so the next request opens a fresh one (T6)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        import logging
+
+        from django.db import InterfaceError, OperationalError, connections
+        from django.http import HttpResponse, JsonResponse
+
+        if not isinstance(exception, OperationalError | InterfaceError):
+            return None
+        logging.getLogger(__name__).warning("database unavailable: %s", exception)
+        for connection in connections.all(initialized_only=True):
+            connection.close_if_unusable_or_obsolete()
+        message = "The database is not reachable just now; try again in a few seconds."
+        if request.path.startswith("/api/"):
+            response = JsonResponse({"code": "unavailable", "message": message}, status=503)
+        else:
+            response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = "5"
         return response

@@ -24,8 +24,10 @@ needs_chromium = [
 
 
 @pytest.fixture
-def browser():
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs a loop
+def browser(monkeypatch):
+    # Playwright's sync API runs a loop; only for this test (a later `check --deploy` in a
+    # subprocess would inherit it and refuse it).
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -1,10 +1,16 @@
-"""A generated collection for the active-learning tests, and an annotator answering from
-its truth."""
+"""A generated collection for the active-learning tests, an annotator answering from its
+truth, and a plan on it for the tests with a real worker (``plan_setup``)."""
 
 import random
+import uuid
 
-from annotate import services
-from annotate.models import Collection, Task
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotate import roles, services
+from annotate.models import Collection, Document, Persona, Task, Topic
+from ranking import learning
 from ranking.services import index_build
 
 TOPIC_WORDS = ["turbine", "blade", "cooling", "film", "holes"]
@@ -87,3 +93,48 @@ def judge_next(project, annotator, truth, sensitive=frozenset()) -> Task | None:
         started_at=assignment.leased_at,
     )
     return task
+
+
+def queued_count(plan) -> int:
+    return len(learning.plan_state(plan).queued)
+
+
+def judge_one_through_api(client, project, truth) -> int:
+    r = client.post(reverse("api-task-next", args=[project.slug]))
+    assert r.status_code == 200, (r.status_code, r.content[:300])
+    task = r.json()
+    grade = 2 if task["document"]["docid"] in truth else 0
+    r = client.post(
+        reverse("api-judgment-submit", args=[task["task"]]),
+        {
+            "relevance": grade,
+            "persona_sensitive": "no",
+            "personal_sensitive": "no",
+            "comment": "",
+            "active_seconds": 2.0,
+            "started_at": timezone.now().isoformat(),
+        },
+        content_type="application/json",
+        HTTP_IDEMPOTENCY_KEY=uuid.uuid4().hex,
+    )
+    assert r.status_code == 201, r.content[:300]
+    return grade
+
+
+@pytest.fixture
+def plan_setup(worker_env, tmp_path, make_user, client):
+    collection, truth = generated_collection(tmp_path)
+    topic = Topic.objects.create(collection=collection, number="1", title="turbine blade cooling")
+    annotator = make_user("al-worker-annotator", roles.ANNOTATOR)
+    project = services.project_create(
+        name="Worker learning",
+        collection=collection,
+        personas=[Persona.objects.create(name="Donor")],
+        topics=[topic],
+        annotators=[annotator],
+    )
+    docs = {d.docid: d for d in Document.objects.filter(collection=collection)}
+    for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
+        learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=int(docid in truth))
+    client.force_login(annotator)
+    return project, topic, truth, client

@@ -128,3 +128,17 @@ def test_failed_logins_are_limited(client, settings, make_user):
     cache.clear()  # the window over
     r = client.post("/accounts/login/", {"username": "alice", "password": "pw-for-tests-only"})
     assert r.status_code == 302
+
+
+def test_an_unreachable_database_answers_503_with_retry_after(rf):
+    from django.db import InterfaceError, OperationalError
+
+    from config.middleware import DatabaseUnavailableMiddleware
+
+    middleware = DatabaseUnavailableMiddleware(lambda request: None)
+    api = middleware.process_exception(rf.post("/api/tasks/1/judgment/"), OperationalError("x"))
+    assert api.status_code == 503 and api["Retry-After"] == "5"
+    assert b'"code": "unavailable"' in api.content
+    page = middleware.process_exception(rf.get("/annotate/"), InterfaceError("closed"))
+    assert page.status_code == 503 and b"try again" in page.content
+    assert middleware.process_exception(rf.get("/"), ValueError("other")) is None

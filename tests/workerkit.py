@@ -1,9 +1,11 @@
 """A real Celery worker process for the integration tests, on the test database."""
 
+import hashlib
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,24 @@ def worker_env(transactional_db, settings, tmp_path):
         "SASC_INDEX_DIR": str(settings.SASC_INDEX_DIR),
         "SASC_UPLOAD_DIR": str(settings.SASC_UPLOAD_DIR),
     }
+
+
+def wait_for(what, condition, timeout=90.0):
+    """Poll ``condition`` until it is truthy (its value) or fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def judgments_checksum() -> str:
+    """Every judgment's identity and answers, hashed: equal before and after a fault."""
+    from annotate.models import Judgment
+
+    rows = Judgment.objects.order_by("id").values_list(
+        "id", "task_id", "annotator_id", "relevance", "persona_sensitive", "version", "comment"
+    )
+    return hashlib.sha256(repr(list(rows)).encode()).hexdigest()

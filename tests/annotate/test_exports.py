@@ -17,6 +17,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from annotate import exports, selectors, services
 from annotate.models import Judgment, Round, Task
+from tests.exportkit import two_exports_of_one_snapshot
 
 ON_POSTGRES = os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
 
@@ -237,26 +238,7 @@ def test_t11_two_exports_of_one_snapshot_taken_while_annotators_submit_are_ident
         w.start()
     while Judgment.objects.count() < 10:
         pass
-    second: dict = {}
-    with exports.snapshot() as snapshot_id:
-        first = exports.export_files(project, snapshot_id=None)  # nested: same transaction
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT COUNT(*), COUNT(DISTINCT t.document_id) FROM annotate_judgment j "
-                "JOIN annotate_task t ON t.id = j.task_id WHERE t.project_id = %s",
-                [project.pk],
-            )
-            n_judgments, n_docs = cursor.fetchone()
-
-        def other_connection():
-            try:
-                second.update(exports.export_files(project, snapshot_id=snapshot_id))
-            finally:
-                connection.close()
-
-        reader = threading.Thread(target=other_connection)
-        reader.start()
-        reader.join()
+    first, second, n_judgments, n_docs = two_exports_of_one_snapshot(project)
     for w in workers:
         w.join(120)
     assert first == second

@@ -18,8 +18,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate import roles, services
-from annotate.models import Assignment, Document, Judgment, Persona, Task, Topic
+from annotate import services
+from annotate.models import Assignment, Document, Judgment, Task
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
@@ -52,35 +52,6 @@ def run_threads(target, args_list):
     for t in threads:
         t.join(120)
     assert not errors, errors
-
-
-@pytest.fixture
-def storm_project(transactional_db, sample_collection, make_user):
-    annotators = [make_user(f"storm{i}", roles.ANNOTATOR) for i in range(40)]
-    persona = Persona.objects.create(name="P")
-    topics = [
-        Topic.objects.create(collection=sample_collection, number=str(n), title=f"t{n}")
-        for n in range(1, 9)
-    ]
-    project = services.project_create(
-        name="Storm",
-        collection=sample_collection,
-        personas=[persona],
-        topics=topics,
-        annotators=annotators,
-        overlap=2,
-    )
-    docs = list(Document.objects.filter(collection=sample_collection).order_by("id")[:25])
-    for topic in topics:  # 8 topics x 25 documents = 200 tasks
-        services.project_tasks_add(
-            project=project,
-            round_=project.rounds.get(),
-            topic=topic,
-            persona=persona,
-            documents=docs,
-        )
-    assert Task.objects.count() == 200
-    return project, annotators
 
 
 def test_t1_claim_storm_never_over_assigns_and_every_task_reaches_its_overlap(storm_project):

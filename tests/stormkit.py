@@ -1,0 +1,35 @@
+"""The claim-storm world (T1): 40 annotators, 200 tasks (8 topics x 25 messages), overlap 2."""
+
+import pytest
+
+from annotate import roles, services
+from annotate.models import Document, Persona, Task, Topic
+
+
+@pytest.fixture
+def storm_project(transactional_db, sample_collection, make_user):
+    annotators = [make_user(f"storm{i}", roles.ANNOTATOR) for i in range(40)]
+    persona = Persona.objects.create(name="P")
+    topics = [
+        Topic.objects.create(collection=sample_collection, number=str(n), title=f"t{n}")
+        for n in range(1, 9)
+    ]
+    project = services.project_create(
+        name="Storm",
+        collection=sample_collection,
+        personas=[persona],
+        topics=topics,
+        annotators=annotators,
+        overlap=2,
+    )
+    docs = list(Document.objects.filter(collection=sample_collection).order_by("id")[:25])
+    for topic in topics:  # 8 topics x 25 documents = 200 tasks
+        services.project_tasks_add(
+            project=project,
+            round_=project.rounds.get(),
+            topic=topic,
+            persona=persona,
+            documents=docs,
+        )
+    assert Task.objects.count() == 200
+    return project, annotators
