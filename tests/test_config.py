@@ -130,7 +130,7 @@ def test_failed_logins_are_limited(client, settings, make_user):
     assert r.status_code == 302
 
 
-def test_an_unreachable_database_answers_503_with_retry_after(rf):
+def test_an_unreachable_database_answers_503_with_retry_after(rf, db):
     from django.db import InterfaceError, OperationalError
 
     from config.middleware import DatabaseUnavailableMiddleware
