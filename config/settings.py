@@ -193,6 +193,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "config.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "sasc API",
@@ -204,6 +205,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # The three questions share one set of answers: one enum in the schema.
     "ENUM_NAME_OVERRIDES": {"AnswerEnum": "annotate.models.Answer.values"},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.schema.error_responses",
+    ],
 }
 
 # --- Security -----------------------------------------------------------------------------------

@@ -158,3 +158,6 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
 ]
+
+handler404 = "config.api.not_found"
+handler500 = "config.api.server_error"
