@@ -1,11 +1,17 @@
-"""T7 (routes): every page and API operation x every role, compared with the expected table
-kept in ``tests/route_matrix.csv``. A route added to the URL conf, or an operation to the
-OpenAPI schema, without a row there fails the first test.
+"""T7: every page and API operation x every role x the objects it takes (annotator A's or
+annotator B's project, task and judgment; a document shown to the searcher or one an
+archivist withheld), compared with the expected table kept in ``tests/route_matrix.csv``. A
+route added to the URL conf, or an operation to the OpenAPI schema, without rows there fails
+the first test.
 
-Outcomes: ``allow`` (the view ran: 2xx, 400 for a refused body, or a redirect that is not to
-the login page), ``login`` (redirected to log in), ``deny`` (401 / 403 / 404 / 405).
-Object-level isolation (annotator A against B's task, judgment, export) is in
-``tests/annotate/test_judging_access.py``; withheld documents in ``tests/review/test_canary.py``.
+Outcomes: ``allow`` (the view ran: 2xx, or a redirect that is not to the login page),
+``login`` (redirected to log in), ``deny`` (401 / 403 / 404 / 405), ``refuse N`` (another 4xx:
+the view reached the object and refused what was asked, e.g. 409 already judged). API writes
+are sent with valid bodies, so that the object is looked up.
+Variants: ``-`` (the route takes no object that belongs to someone), ``a`` / ``b`` (the
+project, task or judgment of annotator A / B, each in a project of their own), ``shown`` /
+``withheld`` (a document the searcher was shown / one an archivist withheld, which is also
+predicted sensitive). Roles: anonymous, annotator A, annotator B, archivist, searcher, lead.
 
 Regenerate after a deliberate change with ``SASC_WRITE_ROUTE_MATRIX=1 pytest
 tests/test_route_matrix.py`` and review the diff.
@@ -24,7 +30,24 @@ from review.models import SearchLog
 
 pytestmark = pytest.mark.lucene
 TABLE = Path(__file__).with_name("route_matrix.csv")
-ROLES = ("anonymous", "annotator", "archivist", "searcher", "lead")
+ROLES = ("anonymous", "annotator_a", "annotator_b", "archivist", "searcher", "lead")
+PROJECT_KEYS = {"task_id", "judgment_id"}
+ANSWERS = {
+    "relevance": 1,
+    "persona_sensitive": "no",
+    "personal_sensitive": "no",
+    "comment": "",
+    "active_seconds": 2.0,
+    "started_at": "2026-11-21T10:00:00Z",
+}
+# Valid bodies, so that "allow" means the view acted on the object, not that it refused the
+# body before looking the object up.
+BODIES = {
+    ("api-judgment-submit", "POST"): ANSWERS,
+    ("api-judgment-edit", "PATCH"): {**ANSWERS, "relevance": 2, "version": 1},
+    ("api-task-skip", "POST"): {"reason": "matrix"},
+}
+DOCUMENT_KEYS = {"document_id"}
 METHODS = ("GET", "POST")
 
 
@@ -64,11 +87,32 @@ def _methods(name: str, api: dict[str, set[str]]) -> list[str]:
     return sorted(set(METHODS) | api.get(name, set()))
 
 
+def _variants(name: str, pattern: str, kwargs: list[str]) -> list[str]:
+    """Whose objects the route is asked about."""
+    if set(kwargs) & DOCUMENT_KEYS or (name.endswith("document-detail") and "pk" in kwargs):
+        return ["shown", "withheld"]
+    if set(kwargs) & PROJECT_KEYS or (
+        "slug" in kwargs and pattern.startswith(("annotate/", "api/projects/"))
+    ):
+        return ["a", "b"]
+    return ["-"]
+
+
+def _rows(api) -> set[tuple[str, str, str]]:
+    return {
+        (name, method, variant)
+        for name, (pattern, kwargs) in _routes().items()
+        for method in _methods(name, api)
+        for variant in _variants(name, pattern, kwargs)
+    }
+
+
 def _table() -> dict[tuple[str, str], dict[str, str]]:
     if not TABLE.exists():
         return {}
     with TABLE.open(newline="") as f:
-        return {(r["route"], r["method"]): r for r in csv.DictReader(f)}
+        rows = list(csv.DictReader(f))
+    return {(r["route"], r["method"], r.get("variant", "-")): r for r in rows}
 
 
 def test_every_route_and_api_operation_has_a_row():
@@ -76,48 +120,57 @@ def test_every_route_and_api_operation_has_a_row():
         pytest.skip("writing the table")
     api = _api_methods()
     assert sum(len(m) for m in api.values()) >= 15  # the schema was read
-    expected = {(name, m) for name in _routes() for m in _methods(name, api)}
+    expected = _rows(api)
     table = set(_table())
     assert not expected - table, f"routes without a row: {sorted(expected - table)}"
     assert not table - expected, f"rows without a route: {sorted(table - expected)}"
 
 
 @pytest.fixture
-def world(published, make_project, users, make_user):
-    """One object of every kind a route takes, all visible to the roles that should see them:
-    the published collection, a project whose annotator has a task and a judgment, a job, a
-    searcher's search, the persona."""
+def world(published, make_project, users):
+    """Annotator A and annotator B, each with a project, a task and a judgment of their own;
+    the published collection with a document shown to the searcher and one withheld; a job,
+    a search, the persona."""
     from annotate import services
     from annotate.models import Judgment
+    from review import services as review_services
 
     c, persona, docs, kinds = published
-    project, (annotator, _b) = make_project(n_tasks=4)
-    task = services.task_claim(user=annotator, project=project).task_id
-    judgment, _ = services.judgment_submit(
-        user=annotator,
-        task_id=task,
-        idempotency_key="matrix",
-        answers=services.Answers(relevance=1, persona_sensitive="no", personal_sensitive="no"),
-        active_seconds=1,
-        started_at=Judgment._meta.get_field("started_at").to_python("2026-11-21T10:00:00Z"),
-    )
+    mine = {}
+    for side in ("a", "b"):
+        project, (annotator,) = make_project(annotators=1, n_tasks=3, name=f"Side{side}")
+        task = services.task_claim(user=annotator, project=project).task_id
+        judgment, _ = services.judgment_submit(
+            user=annotator,
+            task_id=task,
+            idempotency_key=f"matrix-{side}",
+            answers=services.Answers(relevance=1, persona_sensitive="no", personal_sensitive="no"),
+            active_seconds=1,
+            started_at=Judgment._meta.get_field("started_at").to_python("2026-11-21T10:00:00Z"),
+        )
+        services.task_claim(user=annotator, project=project)  # a live lease too
+        mine[side] = {
+            "project": project.slug,
+            "task_id": task,
+            "judgment_id": judgment.pk,
+            "user": annotator,
+        }
     job = Job.objects.create(kind=Job.Kind.INDEX, collection=c, created_by=users["lead"])
-    safe = next(d for d in docs if kinds[d.pk] == "safe")
+    shown = next(d for d in docs if kinds[d.pk] == "safe")
+    withheld = next(d for d in docs if kinds[d.pk] == "sensitive")
+    review_services.review_decide(
+        archivist=users["archivist"], persona=persona, document=withheld, kind="withhold"
+    )
     search = SearchLog.objects.create(
         searcher=users["searcher"],
         collection=c,
         persona=persona,
         query="x",
-        shown=[safe.pk],
+        shown=[shown.pk],
         created_at=job.created_at,
     )
-    values = {
+    common = {
         "collection": c.slug,
-        "project": project.slug,
-        "task_id": task,
-        "judgment_id": judgment.pk,
-        "pk": safe.pk,
-        "document_id": safe.pk,
         "persona_id": persona.pk,
         "search_id": search.pk,
         "plan_id": 1,
@@ -125,9 +178,17 @@ def world(published, make_project, users, make_user):
         "name": "qrels.txt",
         "job": job.pk,
     }
+    values = {
+        "-": {**common, **mine["a"], "pk": shown.pk, "document_id": shown.pk},
+        "a": {**common, **mine["a"], "pk": shown.pk, "document_id": shown.pk},
+        "b": {**common, **mine["b"], "pk": shown.pk, "document_id": shown.pk},
+        "shown": {**common, **mine["a"], "pk": shown.pk, "document_id": shown.pk},
+        "withheld": {**common, **mine["a"], "pk": withheld.pk, "document_id": withheld.pk},
+    }
     who = {
         "anonymous": None,
-        "annotator": annotator,
+        "annotator_a": mine["a"]["user"],
+        "annotator_b": mine["b"]["user"],
         "archivist": users["archivist"],
         "searcher": users["searcher"],
         "lead": users["lead"],
@@ -159,6 +220,8 @@ def _outcome(response) -> str:
         return "login" if "/accounts/login/" in response["Location"] else "allow"
     if code in (401, 403, 404, 405):
         return "deny"
+    if code >= 400:  # the view found the object and refused the request (409, 422, ...)
+        return f"refuse {code}"
     return "allow"
 
 
@@ -176,34 +239,42 @@ def test_every_role_gets_what_the_table_says(client, world):
         for name, (pattern, kwargs) in sorted(routes.items()):
             if name in ("logout", "login"):
                 continue
-            url = _url(name, pattern, kwargs, values)
-            for method in _methods(name, api):
-                response = getattr(client, method.lower())(url, content_type="application/json")
-                got = _outcome(response)
-                assert not got.startswith("error"), (role, method, url, got)
-                rows.append((name, method, role, got))
-                want = table.get((name, method), {}).get(role)
-                if not write and want != got:
-                    wrong.append(f"{method} {url} as {role}: expected {want}, got {got}")
+            for variant in _variants(name, pattern, kwargs):
+                url = _url(name, pattern, kwargs, values[variant])
+                for method in _methods(name, api):
+                    response = getattr(client, method.lower())(
+                        url,
+                        BODIES.get((name, method), {}),
+                        content_type="application/json",
+                        HTTP_IDEMPOTENCY_KEY=f"matrix-{role}-{name}-{variant}",
+                    )
+                    got = _outcome(response)
+                    assert not got.startswith("error"), (role, method, url, got)
+                    rows.append((name, method, variant, role, got))
+                    want = table.get((name, method, variant), {}).get(role)
+                    if not write and want != got:
+                        wrong.append(
+                            f"{method} {url} ({variant}) as {role}: expected {want}, got {got}"
+                        )
     if write:
         grid = {}
-        for name, method, role, got in rows:
-            grid.setdefault((name, method), {})[role] = got
+        for name, method, variant, role, got in rows:
+            grid.setdefault((name, method, variant), {})[role] = got
         for name in ("login", "logout"):
             for method in _methods(name, api):
-                grid[(name, method)] = {r: "allow" for r in ROLES}
+                grid[(name, method, "-")] = {r: "allow" for r in ROLES}
         with TABLE.open("w", newline="") as f:
             out = csv.writer(f, lineterminator="\n")
-            out.writerow(["route", "method", *ROLES])
-            for (name, method), got in sorted(grid.items()):
-                out.writerow([name, method, *(got[r] for r in ROLES)])
+            out.writerow(["route", "method", "variant", *ROLES])
+            for key, got in sorted(grid.items()):
+                out.writerow([*key, *(got[r] for r in ROLES)])
         pytest.skip(f"wrote {TABLE}")
     print(f"T7 routes: {len(rows)} requests, {len(wrong)} differ from the table")
     assert not wrong, "\n".join(wrong)
 
 
 def test_the_roles_are_the_products_roles():
-    assert set(ROLES) - {"anonymous"} == {
+    assert {r.removesuffix("_a").removesuffix("_b") for r in ROLES} - {"anonymous"} == {
         roles.ANNOTATOR,
         roles.ARCHIVIST,
         roles.SEARCHER,
