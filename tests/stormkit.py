@@ -1,9 +1,26 @@
-"""The claim-storm world (T1): 40 annotators, 200 tasks (8 topics x 25 messages), overlap 2."""
+"""The claim-storm world (T1): 40 annotators, 200 tasks (8 topics x 25 messages), overlap 2;
+and the answers the judging scenarios send, through the API and the judging page."""
 
 import pytest
 
 from annotate import roles, services
 from annotate.models import Document, Persona, Task, Topic
+
+BODY = {  # a judgment through the API (JSON)
+    "relevance": 1,
+    "persona_sensitive": "no",
+    "personal_sensitive": "no",
+    "comment": "",
+    "active_seconds": 3.0,
+    "started_at": "2026-11-21T10:00:00Z",
+}
+PAGE_FORM = {  # a judgment from the judging page (form fields)
+    "relevance": "2",
+    "persona_sensitive": "yes",
+    "personal_sensitive": "no",
+    "active_seconds": "4.0",
+    "started_at": "2026-11-21T10:00:00+00:00",
+}
 
 
 @pytest.fixture

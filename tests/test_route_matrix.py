@@ -27,24 +27,17 @@ from django.urls import get_resolver, reverse
 from annotate import roles
 from annotate.models import Job
 from review.models import SearchLog
+from tests.stormkit import BODY
 
 pytestmark = pytest.mark.lucene
 TABLE = Path(__file__).with_name("route_matrix.csv")
 ROLES = ("anonymous", "annotator_a", "annotator_b", "archivist", "searcher", "lead")
 PROJECT_KEYS = {"task_id", "judgment_id"}
-ANSWERS = {
-    "relevance": 1,
-    "persona_sensitive": "no",
-    "personal_sensitive": "no",
-    "comment": "",
-    "active_seconds": 2.0,
-    "started_at": "2026-11-21T10:00:00Z",
-}
 # Valid bodies, so that "allow" means the view acted on the object, not that it refused the
 # body before looking the object up.
 BODIES = {
-    ("api-judgment-submit", "POST"): ANSWERS,
-    ("api-judgment-edit", "PATCH"): {**ANSWERS, "relevance": 2, "version": 1},
+    ("api-judgment-submit", "POST"): BODY,
+    ("api-judgment-edit", "PATCH"): {**BODY, "relevance": 2, "version": 1},
     ("api-task-skip", "POST"): {"reason": "matrix"},
 }
 DOCUMENT_KEYS = {"document_id"}

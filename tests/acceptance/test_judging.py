@@ -20,15 +20,7 @@ from django.utils import timezone
 from annotate.models import Assignment, Document, Judgment, Task
 from tests.acceptance.stack import Browser, Figures, run_threads
 from tests.exportkit import two_exports_of_one_snapshot
-
-BODY = {
-    "relevance": 1,
-    "persona_sensitive": "no",
-    "personal_sensitive": "no",
-    "comment": "",
-    "active_seconds": 3.0,
-    "started_at": "2026-11-21T10:00:00Z",
-}
+from tests.stormkit import BODY, PAGE_FORM
 
 
 def _sql(query: str, params=()) -> list[tuple]:
@@ -166,13 +158,7 @@ def test_t2_double_submits_store_one_row(storm_project, web):
     # A double-click on the judging page: two form posts with one key.
     page_task = browser.post(f"/api/projects/{project.slug}/tasks/next/").json()["task"]
     click_key = uuid.uuid4().hex
-    form = {
-        "relevance": "2",
-        "persona_sensitive": "yes",
-        "personal_sensitive": "no",
-        "active_seconds": "4.0",
-        "started_at": "2026-11-21T10:00:00+00:00",
-    }
+    form = PAGE_FORM
     clicks = []
     barrier2 = threading.Barrier(2)
 

@@ -7,14 +7,7 @@ from django.urls import reverse
 
 from annotate import roles, services
 from annotate.models import Judgment
-
-BODY = {
-    "relevance": 1,
-    "persona_sensitive": "no",
-    "personal_sensitive": "no",
-    "active_seconds": 3.0,
-    "started_at": "2026-11-21T10:00:00Z",
-}
+from tests.stormkit import BODY
 
 
 @pytest.fixture

@@ -20,19 +20,12 @@ from django.utils import timezone
 
 from annotate import services
 from annotate.models import Assignment, Document, Judgment, Task
+from tests.stormkit import BODY, PAGE_FORM
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
     reason="row-lock concurrency runs on PostgreSQL (DATABASE_URL); see .ci/run",
 )
-BODY = {
-    "relevance": 1,
-    "persona_sensitive": "no",
-    "personal_sensitive": "no",
-    "comment": "",
-    "active_seconds": 3.0,
-    "started_at": "2026-11-21T10:00:00Z",
-}
 
 
 def run_threads(target, args_list):
@@ -152,13 +145,7 @@ def test_t2_parallel_duplicates_with_one_key_store_one_row(one_task):
 def test_t2_double_click_on_the_judging_page_stores_one_row(one_task):
     project, user, task_id = one_task
     key = uuid.uuid4().hex
-    form = {
-        "relevance": "2",
-        "persona_sensitive": "yes",
-        "personal_sensitive": "no",
-        "active_seconds": "4.0",
-        "started_at": "2026-11-21T10:00:00+00:00",
-    }
+    form = PAGE_FORM
     codes = []
     barrier = threading.Barrier(2)
 

@@ -21,6 +21,7 @@ from django.urls import reverse
 
 from annotate import roles, services
 from annotate.models import Document, Judgment, Persona, Topic
+from tests.stormkit import BODY
 
 pytestmark = pytest.mark.skipif(
     not (
@@ -30,13 +31,6 @@ pytestmark = pytest.mark.skipif(
     ),
     reason="restarts PostgreSQL: needs SASC_ALLOW_PG_RESTART=1, pg_ctlcluster and DATABASE_URL",
 )
-BODY = {
-    "relevance": 1,
-    "persona_sensitive": "no",
-    "personal_sensitive": "no",
-    "active_seconds": 2.0,
-    "started_at": "2026-11-21T10:00:00Z",
-}
 
 
 def restart_postgres():
