@@ -150,6 +150,12 @@ urlpatterns = [
     path("review/", review_views.queue, name="review-queue"),
     path("review/audit/", review_views.audit_log, name="audit-log"),
     path("review/loop/<slug:slug>/", review_views.loop_report, name="review-loop"),
+    path("review/decisions/", review_views.decisions, name="review-decisions"),
+    path(
+        "review/<int:persona_id>/<int:document_id>/reopen/",
+        review_views.reopen,
+        name="review-reopen",
+    ),
     path("review/<int:persona_id>/<int:document_id>/", review_views.item, name="review-item"),
     path(
         "review/<int:persona_id>/<int:document_id>/decide/",

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -123,6 +124,27 @@ def collection_features(*, collection: Collection) -> features.FeatureMatrix:
     if collection.indexed_version is None:
         raise IndexNotReady(collection)
     return features.load(index_paths(collection=collection).features)
+
+
+def near_duplicates(
+    *, collection: Collection, docid: str, threshold: float = 0.8, limit: int = 20
+) -> list[tuple[str, float]]:
+    """Documents whose TF-IDF vectors are within cosine ``threshold`` of this one (the rows
+    are L2-normalised: a dot product), most similar first, itself left out: ``[(docid,
+    similarity)]``. Empty when the collection has no index or the document no row."""
+    try:
+        fm = collection_features(collection=collection)
+    except IndexNotReady:
+        return []
+    try:
+        row = fm.docids.index(docid)
+    except ValueError:
+        return []
+    similarity = (fm.matrix @ fm.matrix[row].T).toarray().ravel()
+    similarity[row] = 0.0
+    close = np.flatnonzero(similarity >= threshold)
+    close = close[np.argsort(-similarity[close], kind="stable")][:limit]
+    return [(fm.docids[i], float(similarity[i])) for i in close]
 
 
 class IndexNotReady(RuntimeError):

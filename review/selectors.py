@@ -3,7 +3,7 @@
 import statistics
 from dataclasses import dataclass
 
-from django.db.models import Count, F, Min
+from django.db.models import Count, F, Max, Min, Q
 from django.db.models.functions import Abs
 
 from review.models import Decision, ReviewRequest, SearchLog
@@ -41,6 +41,23 @@ def review_queue(*, order: str = "waiting", limit: int = 100) -> list[dict]:
     return rows
 
 
+def decisions_in_force(*, kind: str = "", limit: int = 200) -> list[Decision]:
+    """The latest decision per (persona, document) that is not a reopening, newest first."""
+    latest = (
+        Decision.objects.values("persona_id", "document_id")
+        .annotate(last=Max("id"))
+        .values_list("last", flat=True)
+    )
+    decisions = Decision.objects.filter(id__in=latest).exclude(kind=Decision.Kind.REOPEN)
+    if kind:
+        decisions = decisions.filter(kind=kind)
+    return list(
+        decisions.select_related("persona", "document", "decided_by").order_by("-decided_at")[
+            :limit
+        ]
+    )
+
+
 def exposing_queries(*, document, persona, limit: int = 10) -> list[str]:
     """Logged queries whose review requests or results put this document in front of a
     searcher (the query log side of reverse search, DOMAIN.md section 10)."""
@@ -59,17 +76,28 @@ def exposing_queries(*, document, persona, limit: int = 10) -> list[str]:
     return queries
 
 
-def decisions_on(*, document, persona) -> list[Decision]:
-    """Earlier decisions on this document and on its duplicates (same content hash)."""
-    return list(
-        Decision.objects.filter(
-            persona=persona,
-            document__collection=document.collection,
-            document__content_hash=document.content_hash,
+def decisions_on(*, document, persona, threshold: float = 0.8) -> list[Decision]:
+    """Earlier decisions on this document, on its exact duplicates (same content hash) and on
+    its near-duplicates (TF-IDF cosine at least ``threshold``), newest first; each carries
+    ``similarity`` (1.0 for the document itself and exact duplicates)."""
+    from ranking.services import near_duplicates
+
+    similar = dict(
+        near_duplicates(collection=document.collection, docid=document.docid, threshold=threshold)
+    )
+    decisions = list(
+        Decision.objects.filter(persona=persona, document__collection=document.collection)
+        .filter(
+            Q(document__content_hash=document.content_hash) | Q(document__docid__in=list(similar))
         )
         .select_related("decided_by", "document")
         .order_by("-decided_at")[:20]
     )
+    for d in decisions:
+        exact = d.document.content_hash == document.content_hash
+        d.similarity = 1.0 if exact else similar.get(d.document.docid, 0.0)
+        d.same_document = d.document_id == document.pk
+    return decisions
 
 
 @dataclass

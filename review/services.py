@@ -308,6 +308,36 @@ def review_decide(
     return decision
 
 
+def review_reopen(*, lead, persona: Persona, document: Document, note: str = "") -> Decision:
+    """A lead takes back the decision in force on a document: it is routed by the classifier
+    again, and asked about when it is uncertain."""
+    current = current_decisions(persona=persona, document_ids=[document.pk]).get(document.pk)
+    if current is None:
+        raise DecisionError("there is no decision in force on this document to reopen")
+    if len(note) > 10_000:
+        raise DecisionError("the note is longer than 10,000 characters")
+    p, _version = sensitivity_scores(collection=document.collection, persona=persona)
+    with transaction.atomic():
+        decision = Decision.objects.create(
+            persona=persona,
+            document=document,
+            kind=Decision.Kind.REOPEN,
+            note=note,
+            decided_by=lead,
+            decided_at=timezone.now(),
+            p_sensitive=p.get(document.docid),
+        )
+        audit(
+            user=lead,
+            action="reopen",
+            collection=document.collection,
+            document=document,
+            persona=persona.pk,
+            reopened=current.kind,
+        )
+    return decision
+
+
 def _retrain_when_due(user, persona: Persona, collection: Collection) -> None:
     publication = Publication.objects.filter(collection=collection, persona=persona).first()
     if publication is None:

@@ -16,7 +16,7 @@ from annotate.models import Collection, Document, Persona
 from ranking import lucene
 from ranking.highlight import query_stems, snippet
 from review import selectors, services
-from review.models import AuditEvent, SearchLog
+from review.models import AuditEvent, Decision, SearchLog
 
 searcher_required = roles.role_required(roles.SEARCHER)
 archivist_required = roles.role_required(roles.ARCHIVIST)
@@ -159,6 +159,34 @@ def decide(request, persona_id, document_id):
             "review-item", persona_id=nxt[0]["persona_id"], document_id=nxt[0]["document_id"]
         )
     return redirect("review-queue")
+
+
+@lead_required
+def decisions(request):
+    """Decisions in force, for a lead to review and reopen."""
+    kind = request.GET.get("kind", "")
+    kinds = [(k, label) for k, label in Decision.Kind.choices if k != Decision.Kind.REOPEN]
+    return render(
+        request,
+        "review/decisions.html",
+        {"decisions": selectors.decisions_in_force(kind=kind), "kind": kind, "kinds": kinds},
+    )
+
+
+@require_POST
+@lead_required
+def reopen(request, persona_id, document_id):
+    persona = get_object_or_404(Persona, pk=persona_id)
+    doc = get_object_or_404(Document, pk=document_id)
+    try:
+        services.review_reopen(
+            lead=request.user, persona=persona, document=doc, note=request.POST.get("note", "")
+        )
+    except services.DecisionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Reopened: the document will be asked about again if uncertain.")
+    return redirect("review-decisions")
 
 
 def _number(request, name, default, cast, low, high):

@@ -12,7 +12,7 @@ from django.utils import timezone
 from annotate.models import Document, SensitivityModel
 from ranking import measures
 from review import selectors, services
-from review.models import Publication, ReviewRequest, SearchLog
+from review.models import AuditEvent, Publication, ReviewRequest, SearchLog
 
 pytestmark = pytest.mark.lucene
 
@@ -185,3 +185,55 @@ def test_a_query_that_is_a_topic_title_is_measured_with_its_qrels(published, log
     (row,), _totals = selectors.loop_sessions(collection=c, effort=0.0)
     assert row.relevance_from == "qrels of topic 7"
     assert row.o_cs_dcg == pytest.approx(3.0)  # grade 2 at rank 0, nothing reviewed yet
+
+
+def test_earlier_decisions_on_near_duplicates_are_shown(published, login, users):
+    from ranking.services import index_build, near_duplicates
+
+    c, persona, docs, kinds = published
+    original, copy = docs[2], docs[3]
+    copy.subject, copy.body = original.subject, original.body + "\nForwarded with one more line."
+    copy.content_hash = "different"
+    copy.save()
+    index_build(collection_id=c.pk, force=True)
+    similar = dict(near_duplicates(collection=c, docid=copy.docid))
+    assert similar.get(original.docid, 0) >= 0.8 and copy.docid not in similar
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=original, kind="withhold"
+    )
+    page = login(users["archivist"]).get(reverse("review-item", args=[persona.pk, copy.pk]))
+    html = page.content.decode()
+    assert "Withhold by arch" in html and f"similarity {similar[original.docid]:.2f}" in html
+
+
+def test_a_lead_reopens_a_decision_and_the_document_is_asked_about_again(published, login, users):
+    c, persona, docs, kinds = published
+    searcher = login(users["searcher"])
+    first = _search(searcher, c, "razor")
+    doc = ReviewRequest.objects.filter(search=first).order_by("rank").first().document
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=doc, kind="withhold"
+    )
+    again = _search(searcher, c, "razor")
+    assert not ReviewRequest.objects.filter(search=again, document=doc).exists()
+    lead = login(users["lead"])
+    listing = lead.get(reverse("review-decisions"), {"kind": "withhold"}).content.decode()
+    assert reverse("review-reopen", args=[persona.pk, doc.pk]) in listing
+    r = lead.post(reverse("review-reopen", args=[persona.pk, doc.pk]), {"note": "too strict"})
+    assert r.status_code == 302
+    assert AuditEvent.objects.filter(action="reopen", document=doc).exists()
+    assert (
+        reverse("review-reopen", args=[persona.pk, doc.pk])
+        not in lead.get(reverse("review-decisions")).content.decode()
+    )
+    third = _search(login(users["searcher"]), c, "razor")
+    assert ReviewRequest.objects.filter(search=third, document=doc).exists()
+    with pytest.raises(services.DecisionError, match="no decision in force"):
+        services.review_reopen(lead=users["lead"], persona=persona, document=doc)
+    for role in ("searcher", "archivist", "annotator"):
+        client = login(users[role])
+        assert client.get(reverse("review-decisions")).status_code in (403, 404)
+        assert client.post(reverse("review-reopen", args=[persona.pk, doc.pk])).status_code in (
+            403,
+            404,
+        )
