@@ -121,6 +121,12 @@ def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection
     assert searcher.locator("#results li").count() == len(docs)  # released: shown at once
     for d in docs:
         visit(searcher, reverse("searcher-document", args=[collection.slug, d.pk]), "searcher")
-    print(f"T9: {len(visited)} pages in 4 roles, {len(events)} events")
+    roles = {role for role, _p in visited}
+    report(
+        "T9 XSS corpus in every role",
+        not events and len(roles) == 4,
+        f"{len(visited)} pages as {', '.join(sorted(roles))}, {len(events)} dialogs, console "
+        "messages, page errors or outside requests",
+    )
     assert events == [], events
     assert {role for role, _p in visited} == {"lead", "annotator", "searcher", "archivist"}

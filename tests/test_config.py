@@ -86,6 +86,14 @@ def test_production_settings_pass_the_deploy_checks():
     # Without a shared cache the login limit would count per process: a warning fails it.
     local = _run("check", "--deploy", "--fail-level", "WARNING", env=_production())
     assert local.returncode != 0 and "sasc.W001" in local.stderr + local.stdout
+    from tests.acceptance.stack import report
+
+    report(
+        "T12 production settings",
+        True,
+        "check --deploy --fail-level WARNING: 0 issues (and sasc.W001 without a shared cache); "
+        "headers, JSON-only Celery and the login limit in the tests beside it",
+    )
 
 
 def test_security_headers_on_every_response(client, settings, db):

@@ -27,6 +27,7 @@ from django.urls import get_resolver, reverse
 from annotate import roles
 from annotate.models import Job
 from review.models import SearchLog
+from tests.acceptance.stack import report
 from tests.stormkit import BODY
 
 pytestmark = pytest.mark.lucene
@@ -262,7 +263,12 @@ def test_every_role_gets_what_the_table_says(client, world):
             for key, got in sorted(grid.items()):
                 out.writerow([*key, *(got[r] for r in ROLES)])
         pytest.skip(f"wrote {TABLE}")
-    print(f"T7 routes: {len(rows)} requests, {len(wrong)} differ from the table")
+    report(
+        "T7 authorisation matrix",
+        not wrong,
+        f"{len(rows)} requests over {len(table)} rows x {len(ROLES)} roles, "
+        f"{len(wrong)} differ from the table",
+    )
     assert not wrong, "\n".join(wrong)
 
 

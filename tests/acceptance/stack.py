@@ -182,6 +182,13 @@ class Figures:
         print("\n" + line)
 
 
+def report(scenario: str, passed: bool, figures: str) -> None:
+    """A scenario checked in-process (T7, T8, T9, T12) prints its line like the others."""
+    line = f"{scenario}: {figures} -> {'PASS' if passed else 'FAIL'}"
+    RESULTS.append({"scenario": scenario, "passed": passed, "line": line})
+    print("\n" + line)
+
+
 def run_threads(target, args_list, timeout: float = 300) -> list[Exception]:
     errors: list[Exception] = []
 

@@ -15,6 +15,7 @@ from annotate.models import Attachment
 from ranking.services import index_build
 from review import services
 from review.models import Decision, ReviewRequest, SearchLog
+from tests.acceptance.stack import report
 
 pytestmark = pytest.mark.lucene
 TOKENS = ("qcanarysubj", "qcanarybody", "qcanaryattname", "qcanaryatttext")
@@ -130,7 +131,12 @@ def test_no_canary_reaches_a_searcher_anywhere(canaries, login, users):
                         and "logout" not in link
                     ):
                         queue.append(link)
-    print(f"T8: {checked} responses checked over {len(seen)} URLs, {len(leaks)} leaks")
+    report(
+        "T8 canary withholding",
+        not leaks and checked > 200,
+        f"{checked} responses over {len(seen)} URLs and {len(queries)} searches, "
+        f"{len(leaks)} canary hits",
+    )
     assert leaks == [] and checked > 200
     for d in hidden:  # the hidden documents' own pages: 404, as for an id that does not exist
         assert searcher.get(reverse("searcher-document", args=[c.slug, d.pk])).status_code == 404
