@@ -16,6 +16,7 @@ from annotate.models import Assignment, Judgment, Persona, Topic
 from ranking.services import index_build
 from review import services as review_services
 from review.models import Publication, ReviewRequest
+from tests.acceptance.stack import report
 from tests.browserkit import login, needs_chromium, watch
 from tests.conftest import FIXTURES
 
@@ -31,10 +32,10 @@ PASSWORD = "pw-browser"
 
 
 def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection, users):
-    report = services.import_run(
+    imported = services.import_run(
         collection=collection, fmt="emails", path=FIXTURES / "emails" / "xss"
     )
-    assert report.ok, [str(i) for i in report.errors]
+    assert imported.ok, [str(i) for i in imported.errors]
     index_build(collection_id=collection.pk)
     collection.refresh_from_db()
     docs = list(collection.documents.order_by("id"))
