@@ -1,4 +1,5 @@
-"""Searcher and archivist pages (htmx, keyboard-first for the archivist)."""
+"""Searcher and archivist pages (htmx, keyboard-first for the archivist). Pages that only
+read answer GET and HEAD; the decisions are POST only."""
 
 import csv
 import json
@@ -8,7 +9,7 @@ from django.contrib import messages
 from django.db import transaction
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from annotate import roles
 from annotate.exports import csv_safe
@@ -30,12 +31,14 @@ def _published(slug) -> Collection:
     return collection
 
 
+@require_safe
 @searcher_required
 def search_list(request):
     published = Collection.objects.filter(publication__published=True).order_by("name")
     return render(request, "review/search_list.html", {"collections": published})
 
 
+@require_safe
 @searcher_required
 def search(request, slug):
     collection = _published(slug)
@@ -54,6 +57,7 @@ def search(request, slug):
     )
 
 
+@require_safe
 @searcher_required
 def released(request, slug, search_id):
     collection = _published(slug)
@@ -71,6 +75,7 @@ def released(request, slug, search_id):
     )
 
 
+@require_safe
 @searcher_required
 def document(request, slug, pk):
     collection = _published(slug)
@@ -88,6 +93,7 @@ def _queue_order(request) -> str:
     return request.session.get("review_order", "waiting")
 
 
+@require_safe
 @archivist_required
 def queue(request):
     order = _queue_order(request)
@@ -97,6 +103,7 @@ def queue(request):
     return render(request, template, {"rows": rows, "order": order, "orders": orders})
 
 
+@require_safe
 @archivist_required
 def item(request, persona_id, document_id):
     persona = get_object_or_404(Persona, pk=persona_id)
@@ -161,6 +168,7 @@ def decide(request, persona_id, document_id):
     return redirect("review-queue")
 
 
+@require_safe
 @lead_required
 def decisions(request):
     """Decisions in force, for a lead to review and reopen."""
@@ -198,6 +206,7 @@ def _number(request, name, default, cast, low, high):
     return min(max(value, low), high)
 
 
+@require_safe
 @lead_required
 def loop_report(request, slug):
     """Per search session and overall: O-CS-DCG@k, shown, reviewed, sensitive shown, waits."""
@@ -256,6 +265,7 @@ def loop_report(request, slug):
     )
 
 
+@require_safe
 @lead_required
 def audit_log(request):
     """The audit log for leads: the newest events, filtered by action; CSV of all of them."""

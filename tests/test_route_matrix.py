@@ -83,7 +83,7 @@ def _methods(name: str, api: dict[str, set[str]]) -> list[str]:
 
 def _variants(name: str, pattern: str, kwargs: list[str]) -> list[str]:
     """Whose objects the route is asked about."""
-    if set(kwargs) & DOCUMENT_KEYS or (name.endswith("document-detail") and "pk" in kwargs):
+    if set(kwargs) & DOCUMENT_KEYS or ("document" in name and "pk" in kwargs):
         return ["shown", "withheld"]
     if set(kwargs) & PROJECT_KEYS or (
         "slug" in kwargs and pattern.startswith(("annotate/", "api/projects/"))
