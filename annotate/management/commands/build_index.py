@@ -2,10 +2,10 @@
 
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from annotate.models import Collection
+from annotate.management import command_collection
 from annotate.services import index_recorded
 
 
@@ -17,9 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--force", action="store_true", help="rebuild even if current")
 
     def handle(self, *args, **opts):
-        collection = Collection.objects.filter(slug=opts["collection"]).first()
-        if collection is None:
-            raise CommandError(f"no collection {opts['collection']!r}")
+        collection = command_collection(opts["collection"])
         started = time.perf_counter()
         with tqdm(desc="index", unit="doc", disable=None) as bar:
 

@@ -4,9 +4,9 @@ import sys
 import time
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from annotate.models import Collection
+from annotate.management import command_collection
 from ranking import lucene, runs
 from ranking.pooling import FIELDS
 from ranking.services import index_paths, reference_qrels
@@ -24,11 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, help="TREC run file (default: stdout)")
 
     def handle(self, *args, **opts):
-        collection = Collection.objects.filter(slug=opts["collection"]).first()
-        if collection is None:
-            raise CommandError(f"no collection {opts['collection']!r}")
-        if collection.indexed_version is None:
-            raise CommandError("the collection has no index; run build_index first")
+        collection = command_collection(opts["collection"], indexed=True)
         path = index_paths(collection=collection).lucene
         started = time.perf_counter()
         run = {}

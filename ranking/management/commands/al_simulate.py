@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.models import Collection
+from annotate.management import command_collection
 from annotate.parsing.trec import QREL_FORMATS
 from ranking import active, pooling, simulate
 from ranking.runs import topic_key
@@ -51,13 +51,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
-        collection = Collection.objects.filter(slug=opts["collection"]).first()
-        if collection is None:
-            raise CommandError(f"no collection {opts['collection']!r}")
-        if collection.indexed_version is None:
-            raise CommandError(
-                f"collection {collection.slug!r} has no index; run build_index {collection.slug}"
-            )
+        collection = command_collection(opts["collection"], indexed=True)
         if not 0 < opts["batch_pct"] <= 100:
             raise CommandError("--batch-pct must be above 0 and at most 100")
         if not 1 <= opts["depth"] <= 1000:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.models import Collection
+from annotate.management import command_collection
 from annotate.parsing.trec import QREL_FORMATS
 from ranking import ltr, lucene, protection, protection_eval, runs
 from ranking.classifier import ClassifierError, out_of_fold_scores, sensitivity_labels_named
@@ -50,11 +50,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         started = time.perf_counter()
-        collection = Collection.objects.filter(slug=opts["collection"]).first()
-        if collection is None:
-            raise CommandError(f"no collection {opts['collection']!r}")
-        if collection.indexed_version is None:
-            raise CommandError(f"{collection.slug!r} has no index; run build_index first")
+        collection = command_collection(opts["collection"], indexed=True)
         docs = list(collection.documents.order_by("id").prefetch_related("attachments"))
         by_pk = {d.pk: d.docid for d in docs}
         labels = self._labels(collection, opts)  # document pk -> 0/1

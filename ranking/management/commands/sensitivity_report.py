@@ -2,7 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.models import Collection, Persona
+from annotate.management import command_collection
+from annotate.models import Persona
 from ranking.classifier import SOURCES, ClassifierError, sensitivity_model_train
 
 
@@ -27,9 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--objective", choices=["f1", "f2"], default="f1")
 
     def handle(self, *args, **opts):
-        collection = Collection.objects.filter(slug=opts["collection"]).first()
-        if collection is None:
-            raise CommandError(f"no collection {opts['collection']!r}")
+        collection = command_collection(opts["collection"])
         persona = Persona.objects.filter(name=opts["persona"]).first()
         if persona is None:
             if not opts["create_persona"]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.models import Collection
+from annotate.management import command_collection
 from ranking import lucene, sensitivity
 from ranking.classifier import ClassifierError, collection_matrix, sensitivity_labels_named
 from ranking.services import index_paths, reference_qrels, topics_with_relevant
@@ -45,11 +45,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         started = time.perf_counter()
-        collection = Collection.objects.filter(slug=opts["collection"]).first()
-        if collection is None:
-            raise CommandError(f"no collection {opts['collection']!r}")
-        if collection.indexed_version is None:
-            raise CommandError(f"{collection.slug!r} has no index; run build_index first")
+        collection = command_collection(opts["collection"], indexed=True)
         if not 0 <= opts["band_low"] <= opts["band_high"] <= 1:
             raise CommandError("the band needs 0 <= --band-low <= --band-high <= 1")
         try:
