@@ -179,6 +179,11 @@ def collection_ranked_documents(
     return [(by_docid[h.docid], h.score) for h in hits if h.docid in by_docid]
 
 
+def result_snippet(doc: Document, stems: frozenset[str]) -> str:
+    """The highlighted passage a result list shows for a document (body, else subject)."""
+    return snippet(doc.body or doc.subject, stems, lucene.stem)
+
+
 def collection_search(
     *, collection: Collection, query: str, documents, k: int = 20, offset: int = 0
 ) -> list[SearchResult]:
@@ -187,7 +192,4 @@ def collection_search(
         collection=collection, query=query, documents=documents, k=k, offset=offset
     )
     stems = query_stems(query, lucene.stem)
-    return [
-        SearchResult(doc, score, snippet(doc.body or doc.subject, stems, lucene.stem))
-        for doc, score in ranked
-    ]
+    return [SearchResult(doc, score, result_snippet(doc, stems)) for doc, score in ranked]

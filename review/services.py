@@ -123,19 +123,15 @@ class SearchOutcome:
 def search_protected(*, user, collection: Collection, query: str) -> SearchOutcome:
     """Rank with BM25, split into what the searcher sees now and what the archivist is
     asked about, log the search and everything shown."""
-    from ranking import lucene
-    from ranking.services import index_paths
+    from ranking.services import collection_ranked_documents
 
     publication = Publication.objects.filter(collection=collection, published=True).first()
     if publication is None or collection.indexed_version is None:
         raise NotPublished(collection.slug)
     persona = publication.persona
-    hits = lucene.search(index_paths(collection=collection).lucene, query, k=CANDIDATES)
-    docs = {
-        d.docid: d
-        for d in Document.objects.filter(collection=collection, docid__in=[h.docid for h in hits])
-    }
-    ranked = [(docs[h.docid], h.score) for h in hits if h.docid in docs]
+    ranked = collection_ranked_documents(
+        collection=collection, query=query, documents=Document.objects.all(), k=CANDIDATES
+    )
     p, version = sensitivity_scores(collection=collection, persona=persona)
     decisions = current_decisions(persona=persona, document_ids=[d.pk for d, _s in ranked])
     today = timezone.localdate()

@@ -15,7 +15,8 @@ from annotate import roles
 from annotate.exports import csv_safe
 from annotate.models import Collection, Document, Persona
 from ranking import lucene
-from ranking.highlight import query_stems, snippet
+from ranking.highlight import query_stems
+from ranking.services import result_snippet
 from review import selectors, services
 from review.models import AuditEvent, Decision, SearchLog
 
@@ -47,9 +48,7 @@ def search(request, slug):
     if query:
         outcome = services.search_protected(user=request.user, collection=collection, query=query)
         stems = query_stems(query, lucene.stem)
-        results = [
-            (doc, snippet(doc.body or doc.subject, stems, lucene.stem)) for doc in outcome.shown
-        ]
+        results = [(doc, result_snippet(doc, stems)) for doc in outcome.shown]
     return render(
         request,
         "review/search.html",
@@ -67,9 +66,7 @@ def released(request, slug, search_id):
     already = {int(x) for x in request.GET.getlist("have") if x.isdigit()}
     found = services.released_for(user=request.user, search=search, already=already)
     stems = query_stems(search.query, lucene.stem)
-    rows = [
-        (doc, snippet(doc.body or doc.subject, stems, lucene.stem), waited) for doc, waited in found
-    ]
+    rows = [(doc, result_snippet(doc, stems), waited) for doc, waited in found]
     return render(
         request, "review/_released.html", {"collection": collection, "rows": rows, "search": search}
     )
