@@ -145,6 +145,7 @@ def loop_sessions(
     from ranking.classifier import sensitivity_labels
     from ranking.services import reference_qrels
     from review.models import AuditEvent, Publication
+    from review.services import current_decisions
 
     publication = Publication.objects.filter(collection=collection).first()
     if publication is None:
@@ -165,11 +166,6 @@ def loop_sessions(
         ).items()
         if label
     }
-    latest = {}
-    for d in Decision.objects.filter(persona=persona, document__collection=collection).order_by(
-        "decided_at", "id"
-    ):
-        latest[d.document_id] = d.kind
     opened = set(
         AuditEvent.objects.filter(
             collection=collection, action="view", detail__role="searcher"
@@ -183,25 +179,28 @@ def loop_sessions(
             | {r.document_id for rs in requests.values() for r in rs}
         ).values_list("pk", "docid")
     )
+    in_force = current_decisions(persona=persona, document_ids=docids)
+    truth = dict.fromkeys(sensitive, True)
     now = timezone.now()
     rows = []
     for s in searches:
         mine = requests.get(s.pk, [])
         decided = [r for r in mine if r.status != ReviewRequest.Status.PENDING]
         released = [r for r in mine if r.status == ReviewRequest.Status.RELEASED]
+        session_docs = list(s.shown) + [r.document_id for r in mine]
         number = topics.get(" ".join(s.query.lower().split()))
         if number is not None and number in qrels:
             topic_qrels = qrels[number]
-            relevance = {pk: topic_qrels.get(docids.get(pk), 0) for pk in docids}
+            relevance = {pk: topic_qrels.get(docids.get(pk), 0) for pk in session_docs}
             source = f"qrels of topic {number}"
         else:
             relevance = {}
-            for pk in list(s.shown) + [r.document_id for r in mine]:
-                kind = latest.get(pk)
-                if kind == Decision.Kind.RELEASE or (s.searcher_id, pk) in opened:
+            for pk in session_docs:
+                decision = in_force.get(pk)
+                released_it = decision is not None and decision.kind == Decision.Kind.RELEASE
+                if released_it or (s.searcher_id, pk) in opened:
                     relevance[pk] = evidence_grade
             source = "decisions and opens"
-        truth = {pk: True for pk in sensitive}
         shown_after = [r.document_id for r in released]
         rows.append(
             SessionMeasures(
