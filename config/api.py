@@ -1,7 +1,19 @@
 """One shape for every API error: ``{"code": ..., "message": ...}`` (plus ``fields`` for a
 refused body), the shape the views' own errors have and the schema documents."""
 
+from django.http import JsonResponse
+from django.views.defaults import page_not_found
+from django.views.defaults import server_error as page_server_error
 from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def is_api(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def api_error(code: str, message: str, status: int) -> JsonResponse:
+    """An error outside DRF's views (Django's 404 / 500, the middleware) in the API's shape."""
+    return JsonResponse({"code": code, "message": message}, status=status)
 
 
 def exception_handler(exc, context):
@@ -21,21 +33,13 @@ def exception_handler(exc, context):
 
 def not_found(request, exception=None):
     """The site's 404: JSON in the API's error shape under /api/, Django's page elsewhere."""
-    from django.http import JsonResponse
-    from django.views.defaults import page_not_found
-
-    if request.path.startswith("/api/"):
-        return JsonResponse({"code": "not_found", "message": "Not found."}, status=404)
+    if is_api(request):
+        return api_error("not_found", "Not found.", 404)
     return page_not_found(request, exception)
 
 
 def server_error(request):
     """The site's 500: JSON under /api/, Django's page elsewhere."""
-    from django.http import JsonResponse
-    from django.views.defaults import server_error as page_server_error
-
-    if request.path.startswith("/api/"):
-        return JsonResponse(
-            {"code": "server_error", "message": "Something went wrong on our side."}, status=500
-        )
+    if is_api(request):
+        return api_error("server_error", "Something went wrong on our side.", 500)
     return page_server_error(request)

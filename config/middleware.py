@@ -1,6 +1,14 @@
 """Security headers Django 5.2 does not set by itself; 503 while the database is away."""
 
+import logging
+
 from django.conf import settings
+from django.db import InterfaceError, OperationalError, connections
+from django.http import HttpResponse
+
+from config.api import api_error, is_api
+
+logger = logging.getLogger(__name__)
 
 
 class ContentSecurityPolicyMiddleware:
@@ -32,19 +40,14 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        import logging
-
-        from django.db import InterfaceError, OperationalError, connections
-        from django.http import HttpResponse, JsonResponse
-
         if not isinstance(exception, OperationalError | InterfaceError):
             return None
-        logging.getLogger(__name__).warning("database unavailable: %s", exception)
+        logger.warning("database unavailable: %s", exception)
         for connection in connections.all(initialized_only=True):
             connection.close_if_unusable_or_obsolete()
         message = "The database is not reachable just now; try again in a few seconds."
-        if request.path.startswith("/api/"):
-            response = JsonResponse({"code": "unavailable", "message": message}, status=503)
+        if is_api(request):
+            response = api_error("unavailable", message, 503)
         else:
             response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = "5"
