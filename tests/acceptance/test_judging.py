@@ -29,6 +29,14 @@ def _sql(query: str, params=()) -> list[tuple]:
         return cursor.fetchall()
 
 
+def _duplicate_pairs() -> list[tuple]:
+    """(task, annotator) pairs with more than one judgment: G1 says there are none."""
+    return _sql(
+        "SELECT task_id, annotator_id FROM annotate_judgment GROUP BY task_id, annotator_id "
+        "HAVING COUNT(*) > 1"
+    )
+
+
 def _annotate_until_done(browser, project, fig, abandon=False, key_prefix="") -> None:
     """Claim and judge until the project has nothing left for this annotator; with
     ``abandon`` walk away from the first claim (its lease stays until it expires)."""
@@ -84,10 +92,7 @@ def test_t1_claim_storm_and_t11_exports_of_one_snapshot_during_it(storm_project,
             [project.pk],
         )
     )
-    duplicates = _sql(
-        "SELECT task_id, annotator_id FROM annotate_judgment GROUP BY task_id, annotator_id "
-        "HAVING COUNT(*) > 1"
-    )
+    duplicates = _duplicate_pairs()
     over = [t for t, n in per_task.items() if n > 2]
     fig.notes.update(
         judgments=sum(per_task.values()),
@@ -316,10 +321,7 @@ def test_t6_postgres_restarted_under_load(storm_project, web):
         t.join(120)
     connection.close()  # the test's own connection died with the restarts
     rows = {j for (j,) in _sql("SELECT id FROM annotate_judgment")}
-    duplicates = _sql(
-        "SELECT task_id, annotator_id FROM annotate_judgment GROUP BY task_id, annotator_id "
-        "HAVING COUNT(*) > 1"
-    )
+    duplicates = _duplicate_pairs()
     after = fig.timed(browsers[0][0].get, "/health/")
     fig.notes.update(
         restarts=10,
