@@ -97,22 +97,19 @@ class Web:
 
 
 class Browser(requests.Session):
-    """One user's HTTP session, logged in as ``force_login`` does (the tests hash passwords
-    with MD5, which the server's settings rightly refuse); sends the CSRF token."""
+    """One user's HTTP session, logged in with Django's ``force_login`` (the tests hash
+    passwords with MD5, which the server's settings rightly refuse); sends the CSRF token."""
 
     def __init__(self, web: Web, user):
         from django.conf import settings
-        from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-        from django.contrib.sessions.backends.db import SessionStore
+        from django.test import Client
 
         super().__init__()
         self.base = web.url
-        store = SessionStore()
-        store[SESSION_KEY] = str(user.pk)
-        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-        store[HASH_SESSION_KEY] = user.get_session_auth_hash()
-        store.save()
-        self.cookies.set(settings.SESSION_COOKIE_NAME, store.session_key)
+        client = Client()
+        client.force_login(user)  # a session row in the shared database
+        name = settings.SESSION_COOKIE_NAME
+        self.cookies.set(name, client.cookies[name].value)
         r = self.get(self.base + "/", timeout=30)  # sets the CSRF cookie
         assert r.status_code == 200 and "csrftoken" in self.cookies, f"session of {user}"
 
