@@ -22,12 +22,13 @@ import os
 from pathlib import Path
 
 import pytest
-from django.urls import get_resolver, reverse
+from django.urls import reverse
 
 from annotate import roles
 from annotate.models import Job
 from review.models import SearchLog
 from tests.acceptance.stack import report
+from tests.routekit import named_routes
 from tests.stormkit import BODY
 
 pytestmark = pytest.mark.lucene
@@ -45,20 +46,6 @@ DOCUMENT_KEYS = {"document_id"}
 METHODS = ("GET", "POST")
 
 
-def _routes() -> dict[str, tuple[str, list[str]]]:
-    """name -> (pattern, keyword names) for every named route outside the admin site."""
-
-    def walk(patterns, prefix=""):
-        for p in patterns:
-            if hasattr(p, "url_patterns"):
-                if p.namespace != "admin":
-                    yield from walk(p.url_patterns, prefix + str(p.pattern))
-            elif p.name:
-                yield p.name, (prefix + str(p.pattern), list(p.pattern.converters))
-
-    return dict(walk(get_resolver().url_patterns))
-
-
 def _api_methods() -> dict[str, set[str]]:
     """Route name -> the methods the OpenAPI schema documents for it."""
     import re
@@ -67,7 +54,8 @@ def _api_methods() -> dict[str, set[str]]:
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
     names = {
-        "/" + re.sub(r"<[^>]+>", "{}", pattern): name for name, (pattern, _k) in _routes().items()
+        "/" + re.sub(r"<[^>]+>", "{}", pattern): name
+        for name, (pattern, _k) in named_routes(admin=False).items()
     }
     out: dict[str, set[str]] = {}
     for path, operations in schema["paths"].items():
@@ -95,7 +83,7 @@ def _variants(name: str, pattern: str, kwargs: list[str]) -> list[str]:
 def _rows(api) -> set[tuple[str, str, str]]:
     return {
         (name, method, variant)
-        for name, (pattern, kwargs) in _routes().items()
+        for name, (pattern, kwargs) in named_routes(admin=False).items()
         for method in _methods(name, api)
         for variant in _variants(name, pattern, kwargs)
     }
@@ -221,7 +209,7 @@ def _outcome(response) -> str:
 
 def test_every_role_gets_what_the_table_says(client, world):
     values, who = world
-    routes = _routes()
+    routes = named_routes(admin=False)
     api = _api_methods()
     table = _table()
     write = bool(os.environ.get("SASC_WRITE_ROUTE_MATRIX"))

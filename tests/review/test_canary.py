@@ -9,13 +9,14 @@ import re
 from collections import deque
 
 import pytest
-from django.urls import get_resolver, reverse
+from django.urls import reverse
 
 from annotate.models import Attachment
 from ranking.services import index_build
 from review import services
 from review.models import Decision, ReviewRequest, SearchLog
 from tests.acceptance.stack import report
+from tests.routekit import named_routes
 
 pytestmark = pytest.mark.lucene
 TOKENS = ("qcanarysubj", "qcanarybody", "qcanaryattname", "qcanaryatttext")
@@ -63,19 +64,6 @@ def _leaks(response, body: str, query: str = "") -> list[str]:
     return [t for t in TOKENS if t in text or t in headers]
 
 
-def _routes():
-    """Every named route of the URL conf (admin included), with its keyword names."""
-
-    def walk(patterns, namespace=""):
-        for p in patterns:
-            if hasattr(p, "url_patterns"):
-                yield from walk(p.url_patterns, f"{p.namespace}:" if p.namespace else namespace)
-            elif p.name:
-                yield namespace + p.name, list(p.pattern.converters)
-
-    return list(walk(get_resolver().url_patterns))
-
-
 def test_no_canary_reaches_a_searcher_anywhere(canaries, login, users):
     c, persona, hidden = canaries
     searcher = login(users["searcher"])
@@ -99,7 +87,7 @@ def test_no_canary_reaches_a_searcher_anywhere(canaries, login, users):
     ints = [d.pk for d in hidden] + [persona.pk] + [s.pk for s in searches[:3]]
     values = {"slug": [c.slug], "number": ["1"], "name": ["qrels.txt", "chart"]}
     start = []
-    for name, kwargs in _routes():
+    for name, (_pattern, kwargs) in named_routes(admin=True).items():
         if name.endswith("logout"):
             continue
         pools = [values.get(k, ints) for k in kwargs]
