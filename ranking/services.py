@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotate.models import Collection, Document
 from annotate.selectors import collection_index_documents
-from ranking import features, lucene
+from ranking import features, lucene, visible
 from ranking.highlight import query_stems, snippet
 
 
@@ -22,13 +22,14 @@ class IndexPaths:
     root: Path
     lucene: Path
     features: Path
+    postings: Path
 
 
 def index_paths(*, collection: Collection, version: int | None = None) -> IndexPaths:
     """Return where the index and features of a collection version live."""
     version = collection.indexed_version if version is None else version
     root = Path(settings.SASC_INDEX_DIR) / str(collection.pk) / f"v{version}"
-    return IndexPaths(root, root / "lucene", root / "tfidf")
+    return IndexPaths(root, root / "lucene", root / "tfidf", root / "postings")
 
 
 def index_build(*, collection_id: int, progress=None, force: bool = False) -> dict:
@@ -41,7 +42,8 @@ def index_build(*, collection_id: int, progress=None, force: bool = False) -> di
     collection = Collection.objects.get(pk=collection_id)
     version = collection.version
     paths = index_paths(collection=collection, version=version)
-    if collection.indexed_version == version and paths.root.exists() and not force:
+    built = paths.root.exists() and paths.postings.exists()
+    if collection.indexed_version == version and built and not force:
         return {"documents": None, "skipped": True, "version": version}
     total = Document.objects.filter(collection=collection).count()
     tmp = paths.root.with_name(f"{paths.root.name}.tmp-{os.getpid()}")
@@ -49,9 +51,17 @@ def index_build(*, collection_id: int, progress=None, force: bool = False) -> di
     tmp.mkdir(parents=True)
     started = time.perf_counter()
     report = lambda n: progress(n, 2 * total) if progress else None  # noqa: E731
-    indexed = lucene.build_index(
-        tmp / "lucene", collection_index_documents(collection=collection), progress=report
-    )
+    postings = visible.PostingsBuilder()
+
+    def documents():
+        for docid, text in collection_index_documents(collection=collection):
+            postings.add(docid, lucene.analyze(text))
+            yield docid, text
+
+    indexed = lucene.build_index(tmp / "lucene", documents(), progress=report)
+    # The term counts of exactly what Lucene holds, for ranking over a visible subset
+    # (ranking.visible; Lucene's own analysis, so the statistics are the index's).
+    postings.finish().save(tmp / "postings")
     lucene_seconds = time.perf_counter() - started
     started = time.perf_counter()
     matrix = features.build_tfidf(collection_index_documents(collection=collection))
