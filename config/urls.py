@@ -142,6 +142,11 @@ urlpatterns = [
     path("search/", review_views.search_list, name="searcher-home"),
     path("search/<slug:slug>/", review_views.search, name="searcher-search"),
     path(
+        "search/<slug:slug>/results/<int:search_id>/",
+        review_views.results,
+        name="searcher-results",
+    ),
+    path(
         "search/<slug:slug>/released/<int:search_id>/",
         review_views.released,
         name="searcher-released",

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotate.models import Collection, Document, Persona, SensitivityModel
-from review import routing
+from review import routing, visibility
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
 
 logger = logging.getLogger(__name__)
@@ -104,14 +104,6 @@ def current_decisions(*, persona: Persona, document_ids) -> dict[int, Decision]:
     return {k: v for k, v in out.items() if v.kind != Decision.Kind.REOPEN}
 
 
-def _withheld(decision: Decision | None, today: date) -> bool:
-    return (
-        decision is not None
-        and decision.kind == Decision.Kind.WITHHOLD
-        and (decision.until is None or decision.until > today)
-    )
-
-
 @dataclass
 class SearchOutcome:
     search: SearchLog
@@ -120,27 +112,81 @@ class SearchOutcome:
     notice: bool
 
 
-def search_protected(*, user, collection: Collection, query: str) -> SearchOutcome:
-    """Rank with BM25, split into what the searcher sees now and what the archivist is
-    asked about, log the search and everything shown."""
-    from ranking.services import collection_ranked_documents
-
-    publication = Publication.objects.filter(collection=collection, published=True).first()
+def _publication(collection: Collection) -> Publication:
+    publication = (
+        Publication.objects.filter(collection=collection, published=True)
+        .select_related("collection", "persona")
+        .first()
+    )
     if publication is None or collection.indexed_version is None:
         raise NotPublished(collection.slug)
+    return publication
+
+
+def search_protected(*, user, collection: Collection, query: str) -> SearchOutcome:
+    """Rank the documents this searcher may see (``review.visibility``), log the search and
+    everything shown, and ask the worker to find what the archivist should review for it.
+
+    Nothing in the outcome depends on a hidden document: the ranking is computed over the
+    visible set alone, and the review requests are made after the response, elsewhere."""
+    publication = _publication(collection)
     persona = publication.persona
+    view = visibility.view(publication)
+    hits = view.search(query, publication.review_k)
+    by_docid = {
+        d.docid: d
+        for d in Document.objects.filter(collection=collection, docid__in=[h.docid for h in hits])
+    }
+    shown = [by_docid[h.docid] for h in hits]
+    scores = [h.score for h in hits]
+    with transaction.atomic():
+        search = SearchLog.objects.create(
+            searcher=user,
+            collection=collection,
+            persona=persona,
+            query=query[:2000],
+            shown=[d.pk for d in shown],
+            created_at=timezone.now(),
+        )
+        audit(
+            user=user,
+            action="search",
+            collection=collection,
+            query=query[:2000],
+            search=search.pk,
+            shown=[d.pk for d in shown],
+            classifier=view.key[3][0] if view.key[3] else None,
+        )
+        transaction.on_commit(lambda: _queue_review_requests(search.pk), robust=True)
+    return SearchOutcome(search, shown, scores, publication.show_pending_notice)
+
+
+def _queue_review_requests(search_id: int) -> None:
+    from review.tasks import review_requests_task
+
+    review_requests_task.delay(search_id)
+
+
+def review_requests_create(*, search_id: int) -> int:
+    """Ask the archivist about the uncertain documents a search would have surfaced: rank
+    the whole index (Lucene's top CANDIDATES), route it as a searcher's results are routed
+    and record a request per document in the band among the first ``review_k`` (run by the
+    worker after the searcher's response; idempotent). Returns the requests made."""
+    from ranking.services import collection_ranked_documents
+
+    search = SearchLog.objects.select_related("collection", "persona").get(pk=search_id)
+    if ReviewRequest.objects.filter(search=search).exists():
+        return 0
+    collection, persona = search.collection, search.persona
+    publication = Publication.objects.filter(collection=collection, persona=persona).first()
+    if publication is None or collection.indexed_version is None:
+        return 0
     ranked = collection_ranked_documents(
-        collection=collection, query=query, documents=Document.objects.all(), k=CANDIDATES
+        collection=collection, query=search.query, documents=Document.objects.all(), k=CANDIDATES
     )
-    p, version = sensitivity_scores(collection=collection, persona=persona)
-    decisions = current_decisions(persona=persona, document_ids=[d.pk for d, _s in ranked])
-    today = timezone.localdate()
-    decided = {}
-    for doc_id, decision in decisions.items():
-        if _withheld(decision, today):
-            decided[doc_id] = routing.WITHHELD
-        elif decision.kind == Decision.Kind.RELEASE:
-            decided[doc_id] = routing.RELEASED
+    p, _version = sensitivity_scores(collection=collection, persona=persona)
+    released, withheld = visibility.decided(publication=publication, today=timezone.localdate())
+    decided = {pk: routing.RELEASED for pk in released} | {pk: routing.WITHHELD for pk in withheld}
     where = routing.split(
         [d.pk for d, _s in ranked],
         {d.pk: p[d.docid] for d, _s in ranked if d.docid in p},
@@ -150,43 +196,38 @@ def search_protected(*, user, collection: Collection, query: str) -> SearchOutco
         k=publication.review_k,
         most_uncertain=publication.most_uncertain,
     )
-    shown = [ranked[i][0] for i in where.shown]
-    scores = [ranked[i][1] for i in where.shown]
-    review = [(i, ranked[i][0]) for i in where.review]
     now = timezone.now()
     with transaction.atomic():
-        search = SearchLog.objects.create(
-            searcher=user,
-            collection=collection,
-            persona=persona,
-            query=query[:2000],
-            shown=[d.pk for d in shown],
-            created_at=now,
-        )
-        ReviewRequest.objects.bulk_create(
+        SearchLog.objects.select_for_update().get(pk=search.pk)
+        if ReviewRequest.objects.filter(search=search).exists():
+            return 0
+        made = ReviewRequest.objects.bulk_create(
             [
                 ReviewRequest(
                     search=search,
-                    document=doc,
+                    document=ranked[i][0],
                     persona=persona,
-                    rank=rank,
-                    p_sensitive=p.get(doc.docid, 0.5),
+                    rank=i,
+                    p_sensitive=p.get(ranked[i][0].docid, 0.5),
                     requested_at=now,
                 )
-                for rank, doc in review
+                for i in where.review
             ]
         )
-        audit(
-            user=user,
-            action="search",
-            collection=collection,
-            query=query[:2000],
-            search=search.pk,
-            shown=[d.pk for d in shown],
-            review_requests=len(review),
-            classifier=version,
-        )
-    return SearchOutcome(search, shown, scores, publication.show_pending_notice)
+    return len(made)
+
+
+def search_results(*, user, collection: Collection, search_id: int) -> SearchOutcome | None:
+    """A logged search of this searcher, as its results page shows it again: the documents
+    it showed that are still visible now (nothing is logged: it was when they were shown)."""
+    publication = _publication(collection)
+    search = SearchLog.objects.filter(pk=search_id, searcher=user, collection=collection).first()
+    if search is None:
+        return None
+    view = visibility.view(publication)
+    docs = Document.objects.in_bulk(search.shown)
+    shown = [docs[pk] for pk in search.shown if pk in docs and docs[pk].docid in view.docids]
+    return SearchOutcome(search, shown, [], publication.show_pending_notice)
 
 
 def released_for(*, user, search: SearchLog, already: set[int]) -> list[tuple[Document, float]]:
@@ -220,29 +261,24 @@ def released_for(*, user, search: SearchLog, already: set[int]) -> list[tuple[Do
 
 
 def searcher_document(*, user, collection: Collection, document_id: int) -> Document | None:
-    """The document if this searcher was shown it and no decision withholds it now; the
+    """The document if this searcher was shown it (or it was released for one of their
+    searches) and it is visible now, under the current classifier, band and decisions; the
     view is logged. None otherwise, with nothing said about why."""
-    publication = Publication.objects.filter(collection=collection, published=True).first()
-    if publication is None:
+    try:
+        publication = _publication(collection)
+    except NotPublished:
         return None
+    doc = Document.objects.filter(pk=document_id, collection=collection).first()
     searches = SearchLog.objects.filter(searcher=user, collection=collection)
     shown = any(document_id in s for s in searches.values_list("shown", flat=True).iterator())
     released = ReviewRequest.objects.filter(
         search__in=searches, document_id=document_id, status=ReviewRequest.Status.RELEASED
     ).exists()
-    if not (shown or released):
+    visible = doc is not None and doc.docid in visibility.view(publication).docids
+    if not ((shown or released) and visible):
         return None
-    decision = current_decisions(persona=publication.persona, document_ids=[document_id]).get(
-        document_id
-    )
-    if _withheld(decision, timezone.localdate()):
-        return None
-    if released and not shown and (decision is None or decision.kind != Decision.Kind.RELEASE):
-        return None
-    doc = Document.objects.filter(pk=document_id, collection=collection).first()
-    if doc is not None:
-        with transaction.atomic():
-            audit(user=user, action="view", collection=collection, document=doc, role="searcher")
+    with transaction.atomic():
+        audit(user=user, action="view", collection=collection, document=doc, role="searcher")
     return doc
 
 

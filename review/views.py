@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.db import transaction
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotate import roles
 from annotate.exports import csv_safe
@@ -39,20 +39,41 @@ def search_list(request):
     return render(request, "review/search_list.html", {"collections": published})
 
 
-@require_safe
+@require_http_methods(["GET", "HEAD", "POST"])
 @searcher_required
 def search(request, slug):
+    """The search form (GET: creates nothing, even with ``?q=``, which only fills the form);
+    a POST runs the search, logs it and redirects to its results (post/redirect/get)."""
     collection = _published(slug)
-    query = request.GET.get("q", "").strip()[:500]
-    outcome, results = None, []
-    if query:
-        outcome = services.search_protected(user=request.user, collection=collection, query=query)
-        stems = query_stems(query, lucene.stem)
-        results = [(doc, result_snippet(doc, stems)) for doc in outcome.shown]
+    if request.method == "POST":
+        query = request.POST.get("q", "").strip()[:500]
+        if query:
+            outcome = services.search_protected(
+                user=request.user, collection=collection, query=query
+            )
+            return redirect("searcher-results", slug=slug, search_id=outcome.search.pk)
+    else:
+        query = request.GET.get("q", "").strip()[:500]
+    return render(
+        request, "review/search.html", {"collection": collection, "query": query, "outcome": None}
+    )
+
+
+@require_safe
+@searcher_required
+def results(request, slug, search_id):
+    """One of the searcher's own searches: what it showed that is still visible now."""
+    collection = _published(slug)
+    outcome = services.search_results(user=request.user, collection=collection, search_id=search_id)
+    if outcome is None:
+        raise Http404
+    query = outcome.search.query
+    stems = query_stems(query, lucene.stem)
+    rows = [(doc, result_snippet(doc, stems)) for doc in outcome.shown]
     return render(
         request,
         "review/search.html",
-        {"collection": collection, "query": query, "outcome": outcome, "results": results},
+        {"collection": collection, "query": query, "outcome": outcome, "results": rows},
     )
 
 

@@ -2,12 +2,31 @@
 
 import joblib
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from annotate.models import Persona, SensitivityModel
 from ranking.services import index_build
-from review import services
-from review.models import Publication
+from review import services, visibility
+from review.models import Publication, SearchLog
+
+
+def make_review_requests() -> None:
+    """Do what the worker does after a searcher's response: the searches' review requests."""
+    for pk in SearchLog.objects.values_list("pk", flat=True):
+        services.review_requests_create(search_id=pk)
+
+
+def searcher_search(client, collection, query: str, *, follow: bool = True):
+    """Search as a searcher's browser does (POST, then the results page), then do what the
+    worker does after the response: make the search's review requests."""
+    before = SearchLog.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    response = client.post(
+        reverse("searcher-search", args=[collection.slug]), {"q": query}, follow=follow
+    )
+    for search in SearchLog.objects.filter(pk__gt=before):
+        services.review_requests_create(search_id=search.pk)
+    return response
 
 
 @pytest.fixture
@@ -39,5 +58,6 @@ def published(sample_collection, tmp_path):
         seconds=0.1,
     )
     services._stored.cache_clear()
+    visibility.forget()
     Publication.objects.create(collection=c, persona=persona, published=True, band_low=0.2)
     return c, persona, docs, kinds

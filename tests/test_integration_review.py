@@ -7,7 +7,7 @@ from annotate.models import Persona, ReferenceSensitivity, SensitivityModel
 from ranking.classifier import sensitivity_model_train
 from ranking.services import index_build
 from review import services
-from review.models import AuditEvent, Publication
+from review.models import AuditEvent, Publication, ReviewRequest
 from tests.test_integration_worker import pytestmark  # noqa: F401 (the same skip rules)
 from tests.workerkit import Worker
 
@@ -57,3 +57,36 @@ def test_decisions_retrain_the_classifier_in_the_worker_and_searches_use_it(
     services.search_protected(user=users["searcher"], collection=c, query="linux")
     event = AuditEvent.objects.filter(action="search").latest("at")
     assert event.detail["classifier"] == 2  # the next search ran on version 2's scores
+
+
+def test_the_worker_asks_the_archivist_after_the_searchers_response(
+    worker_env, sample_collection, users, tmp_path
+):
+    c = sample_collection
+    index_build(collection_id=c.pk)
+    c.refresh_from_db()
+    persona = Persona.objects.create(name="Queue donor")
+    for d in c.documents.all():
+        text = f"{d.subject} {d.body}".lower()
+        ReferenceSensitivity.objects.create(
+            persona=persona, document=d, sensitive="linux" in text, source="before"
+        )
+    sensitivity_model_train(collection=c, persona=persona, source="reference")
+    # Every document in the band: nothing is shown, everything near the top is asked about.
+    Publication.objects.create(
+        collection=c, persona=persona, published=True, band_low=0.0, band_high=1.0, review_k=5
+    )
+    worker = Worker(tmp_path / "worker.log", worker_env).start()
+    try:
+        outcome = services.search_protected(user=users["searcher"], collection=c, query="linux")
+        assert outcome.shown == []  # the response is made before anything is asked
+        requests = _wait_for(
+            "the worker's review requests",
+            lambda: list(ReviewRequest.objects.filter(search=outcome.search)),
+        )
+    finally:
+        worker.stop()
+    assert 1 <= len(requests) <= 5
+    assert {r.persona_id for r in requests} == {persona.pk}
+    # Idempotent: a task delivered twice asks nothing twice.
+    assert services.review_requests_create(search_id=outcome.search.pk) == 0

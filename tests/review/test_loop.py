@@ -13,12 +13,13 @@ from annotate.models import Document, SensitivityModel
 from ranking import measures
 from review import selectors, services
 from review.models import AuditEvent, Publication, ReviewRequest, SearchLog
+from tests.reviewkit import searcher_search
 
 pytestmark = pytest.mark.lucene
 
 
 def _search(client, c, q):
-    client.get(reverse("searcher-search", args=[c.slug]), {"q": q})
+    searcher_search(client, c, q)
     return SearchLog.objects.latest("created_at")
 
 

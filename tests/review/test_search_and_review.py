@@ -11,6 +11,7 @@ from django.utils import timezone
 from ranking.classifier import sensitivity_labels
 from review import services
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
+from tests.reviewkit import searcher_search
 
 pytestmark = pytest.mark.lucene
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.lucene
 def test_a_search_shows_only_safe_documents_and_asks_about_the_uncertain(published, login, users):
     c, persona, docs, kinds = published
     searcher = login(users["searcher"])
-    r = searcher.get(reverse("searcher-search", args=[c.slug]), {"q": "linux razor spam list"})
+    r = searcher_search(searcher, c, "linux razor spam list")
     assert r.status_code == 200
     html = r.content.decode()
     search = SearchLog.objects.get()
@@ -41,7 +42,7 @@ def test_a_search_shows_only_safe_documents_and_asks_about_the_uncertain(publish
 def test_release_reaches_the_waiting_searcher_and_withholding_never_does(published, login, users):
     c, persona, docs, kinds = published
     searcher = login(users["searcher"])
-    searcher.get(reverse("searcher-search", args=[c.slug]), {"q": "razor"})
+    searcher_search(searcher, c, "razor")
     search = SearchLog.objects.get()
     pending = list(ReviewRequest.objects.filter(search=search).order_by("rank"))
     assert len(pending) >= 2
@@ -65,7 +66,7 @@ def test_release_reaches_the_waiting_searcher_and_withholding_never_does(publish
     assert searcher.get(reverse("searcher-document", args=[c.slug, keep.pk])).status_code == 200
     assert searcher.get(reverse("searcher-document", args=[c.slug, hold.pk])).status_code == 404
     # Asked again: the released one is shown at once, the withheld one is not asked about.
-    searcher.get(reverse("searcher-search", args=[c.slug]), {"q": "razor"})
+    searcher_search(searcher, c, "razor")
     again = SearchLog.objects.latest("created_at")
     assert keep.pk in again.shown and hold.pk not in again.shown
     assert not ReviewRequest.objects.filter(search=again, document__in=[keep, hold]).exists()
@@ -85,7 +86,7 @@ def test_a_withholding_that_expired_is_asked_about_again(published, login, users
         decided_by=users["archivist"],
         decided_at=timezone.now() - timedelta(days=30),
     )
-    login(users["searcher"]).get(reverse("searcher-search", args=[c.slug]), {"q": doc.subject})
+    searcher_search(login(users["searcher"]), c, doc.subject)
     assert ReviewRequest.objects.filter(document=doc).exists()
     with pytest.raises(services.DecisionError, match="must end after today"):
         services.review_decide(
@@ -138,7 +139,7 @@ def test_roles_keep_to_their_pages(published, login, users):
 
 def test_leads_browse_and_export_the_audit_log(published, login, users):
     c, persona, docs, kinds = published
-    login(users["searcher"]).get(reverse("searcher-search", args=[c.slug]), {"q": "spam"})
+    searcher_search(login(users["searcher"]), c, "spam")
     lead = login(users["lead"])
     page = lead.get(reverse("audit-log"), {"action": "search"})
     assert page.status_code == 200 and b"search" in page.content

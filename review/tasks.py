@@ -1,0 +1,11 @@
+"""Celery entry points of the review app: take ids, call a service."""
+
+from celery import shared_task
+
+
+@shared_task(acks_late=True)
+def review_requests_task(search_id: int) -> None:
+    """Find what the archivist should be asked about for one search (idempotent)."""
+    from review.services import review_requests_create
+
+    review_requests_create(search_id=search_id)
