@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate import roles, selectors, services
 from annotate.forms import ProjectForm, TasksForm
@@ -69,16 +69,23 @@ def project_list(request):
     )
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @annotator_required
 def judge(request, slug):
-    """Show the current task with the next one already claimed and rendered, hidden."""
+    """The judging page. GET shows the tasks this annotator already holds and claims nothing
+    (the page's script then claims the next by POST); a POST claims the current and the
+    next task and comes back here (post/redirect/get, for a browser without scripts)."""
     project = _project(request, slug)
-    current = services.task_claim(user=request.user, project=project)
-    following = None
-    if current is not None:
-        following = services.task_claim(
-            user=request.user, project=project, skip_task_ids=(current.task_id,)
-        )
+    if request.method == "POST":
+        current = services.task_claim(user=request.user, project=project)
+        if current is not None:
+            services.task_claim(
+                user=request.user, project=project, skip_task_ids=(current.task_id,)
+            )
+        return redirect("judge", slug=project.slug)
+    held = services.task_held(user=request.user, project=project)
+    current = held[0] if held else None
+    following = held[1] if len(held) > 1 else None
     return render(
         request,
         "annotate/judge.html",
@@ -91,11 +98,12 @@ def judge(request, slug):
     )
 
 
+@require_POST
 @annotator_required
 def next_task(request, slug):
-    """Return a task partial to preload, other than the ones the page already shows."""
+    """Claim and return a task partial to preload, other than the ones the page shows."""
     project = _project(request, slug)
-    held = tuple(int(x) for x in request.GET.getlist("held") if x.isdigit())
+    held = tuple(int(x) for x in request.POST.getlist("held") if x.isdigit())
     assignment = services.task_claim(user=request.user, project=project, skip_task_ids=held)
     if assignment is None:
         return HttpResponse(status=204)

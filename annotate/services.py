@@ -589,6 +589,12 @@ def _live_leases(user, project):
     ).order_by("leased_at", "id")
 
 
+def task_held(*, user, project: AnnotationProject, limit: int = 2) -> list[Assignment]:
+    """The annotator's live leases, oldest first (reading only: a page shown by GET claims
+    nothing)."""
+    return list(_live_leases(user, project)[:limit])
+
+
 def task_claim(
     *, user, project: AnnotationProject, skip_task_ids: tuple[int, ...] = ()
 ) -> Assignment | None:

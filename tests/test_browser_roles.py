@@ -19,6 +19,7 @@ from review.models import Publication, ReviewRequest
 from tests.acceptance.stack import report
 from tests.browserkit import login, needs_chromium, watch
 from tests.conftest import FIXTURES
+from tests.reviewkit import make_review_requests
 
 pytestmark = [
     *needs_chromium,
@@ -106,6 +107,9 @@ def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection
     searcher = as_role("searcher")
     query = "?q=quarterly+figures+alert+script+svg"
     visit(searcher, reverse("searcher-search", args=[collection.slug]) + query, "searcher")
+    searcher.locator("form.search button").click()
+    searcher.wait_for_url("**/results/*/")
+    make_review_requests()  # what the worker does after the response
     requested = {r.document_id for r in ReviewRequest.objects.all()}
     assert requested == {d.pk for d in docs}  # no classifier yet: everything waits for review
 
@@ -119,6 +123,9 @@ def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection
     visit(archivist, reverse("document-detail", args=[collection.slug, docs[0].pk]), "archivist")
 
     visit(searcher, reverse("searcher-search", args=[collection.slug]) + query, "searcher")
+    searcher.locator("form.search button").click()
+    searcher.wait_for_url("**/results/*/")
+    make_review_requests()  # what the worker does after the response
     assert searcher.locator("#results li").count() == len(docs)  # released: shown at once
     for d in docs:
         visit(searcher, reverse("searcher-document", args=[collection.slug, d.pk]), "searcher")

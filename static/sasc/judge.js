@@ -43,6 +43,9 @@
     window.scrollTo(0, 0);
   }
 
+  const judged = new Set();  // tasks judged on this page
+  let preloading = false;
+
   function heldIds() {
     const ids = [];
     const t = task();
@@ -78,20 +81,37 @@
     const tpl = document.createElement("template");
     tpl.innerHTML = html;
     const next = tpl.content.querySelector("section.task");
-    if (next && !heldIds().includes(next.dataset.taskId)) {
+    // A late answer may carry a task this page has shown and judged since: never again.
+    if (next && !heldIds().includes(next.dataset.taskId) && !judged.has(next.dataset.taskId)) {
       preloaded.content.replaceChildren(next);
       if (!task()) showNext();
     }
   }
 
   async function preload() {
-    if (preloaded.content.querySelector("section.task")) return;
-    const params = new URLSearchParams(heldIds().map((id) => ["held", id]));
-    const res = await fetch(`${root.dataset.nextUrl}?${params}`, {
-      headers: { "X-Requested-With": "fetch" }, credentials: "same-origin",
+    if (preloading || preloaded.content.querySelector("section.task")) return;
+    preloading = true;
+    let status;
+    try {
+      status = await claimNext();
+    } finally {
+      preloading = false;
+    }
+    // The page's first task came in and went on show: claim the one after it too.
+    if (status === 200 && !preloaded.content.querySelector("section.task")) preload();
+  }
+
+  async function claimNext() {
+    // Claiming a task changes state: a POST, never a GET (a prefetch or a link claims nothing).
+    const body = new FormData();
+    heldIds().forEach((id) => body.append("held", id));
+    const res = await fetch(root.dataset.nextUrl, {
+      method: "POST", body, credentials: "same-origin",
+      headers: { "X-Requested-With": "fetch", "X-CSRFToken": csrf() },
     });
     if (res.status === 200) setPreloaded(await res.text());
     else if (res.status === 204 && !queue.length) showAllDone();
+    return res.status;
   }
 
   function showProgress(p) {
@@ -186,6 +206,7 @@
       return;
     }
     f.elements.active_seconds.value = active.toFixed(1);
+    judged.add(t.dataset.taskId);
     queue.push({
       url: f.action, key: t.dataset.key, taskId: t.dataset.taskId, tries: 0,
       fields: Array.from(new FormData(f).entries()),
@@ -264,5 +285,5 @@
   });
 
   startTask();
-  if (task()) preload();
+  preload();  // the page claims nothing by itself (GET): the next task, or the first, by POST
 })();
