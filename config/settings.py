@@ -5,6 +5,7 @@ Deployments set DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL / REDIS_URL (Red
 See docs/deploy.md for every variable.
 """
 
+import ipaddress
 from pathlib import Path
 
 import dj_database_url
@@ -239,6 +240,16 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 SASC_LOGIN_MAX_FAILURES = env_int("SASC_LOGIN_MAX_FAILURES", 10, minimum=1)
 SASC_LOGIN_WINDOW = env_int("SASC_LOGIN_WINDOW", 900, minimum=1)
+# Reverse proxies in front of the web processes (addresses or networks): their
+# X-Forwarded-For names the client for the login limits (config/login.py, docs/deploy.md).
+SASC_TRUSTED_PROXIES = env_list("SASC_TRUSTED_PROXIES", [])
+for _proxy in SASC_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ConfigError(
+            f"SASC_TRUSTED_PROXIES: {_proxy!r} is not an address or network (e.g. 10.0.0.0/8)"
+        ) from None
 
 # Enforced on every response by config.middleware (G8 in RELIABILITY.md).
 SASC_CSP = (

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.test import Client
 
 from config.env import ConfigError, env_bool, env_int, env_list
 
@@ -127,15 +128,108 @@ def test_failed_logins_are_limited(client, settings, make_user):
     # Another user from the same address is not locked out by alice's failures...
     r = client.post("/accounts/login/", {"username": "bob", "password": "pw-for-tests-only"})
     assert r.status_code == 302 and client.session["_auth_user_id"]
-    client.logout()
-    # ...until the address itself passes five times the limit.
+    _logout(client)
+    # ...until the address itself passes five times the limit: then a browser that never
+    # logged in here is refused, whoever it names...
     for i in range(12):
         client.post("/accounts/login/", {"username": f"guess{i}", "password": "x"})
-    r = client.post("/accounts/login/", {"username": "bob", "password": "pw-for-tests-only"})
+    fresh = Client()
+    r = fresh.post("/accounts/login/", {"username": "bob", "password": "pw-for-tests-only"})
     assert r.status_code == 429
+    # ...but bob's own browser, which logged in as bob before, is not locked out by others.
+    r = client.post("/accounts/login/", {"username": "bob", "password": "pw-for-tests-only"})
+    assert r.status_code == 302
+    client.logout()
     cache.clear()  # the window over
     r = client.post("/accounts/login/", {"username": "alice", "password": "pw-for-tests-only"})
     assert r.status_code == 302
+
+
+def _logout(client):
+    """Log out as a browser does: the session ends, the browser keeps its other cookies (the
+    test client's logout would drop them all)."""
+    device = client.cookies.get("sasc_device")
+    client.logout()
+    if device is not None:
+        client.cookies["sasc_device"] = device.value
+
+
+def _login(client, username, password, address="10.0.0.1", forwarded=None):
+    extra = {"REMOTE_ADDR": address}
+    if forwarded is not None:
+        extra["HTTP_X_FORWARDED_FOR"] = forwarded
+    return client.post(
+        "/accounts/login/", {"username": username, "password": password}, **extra
+    ).status_code
+
+
+def test_behind_a_proxy_one_client_cannot_lock_out_everyone(settings, make_user):
+    """The proxy lockout (issue 14): every request comes from the proxy's address."""
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.SASC_LOGIN_MAX_FAILURES = 10
+    make_user("carol")
+    make_user("dave")
+    proxy = "10.0.0.1"
+    carol = Client()  # carol has logged in from her browser before
+    assert _login(carol, "carol", "pw-for-tests-only", proxy, "198.51.100.7") == 302
+    _logout(carol)
+
+    # Not configured: the proxy's address is all we see. 50 random names lock the address...
+    attacker = Client()
+    for i in range(50):
+        _login(attacker, f"random{i}", "x", proxy, "203.0.113.66")
+    assert _login(Client(), "dave", "pw-for-tests-only", proxy, "198.51.100.8") == 429
+    # ...yet not the users who logged in from their own browsers before.
+    assert _login(carol, "carol", "pw-for-tests-only", proxy, "198.51.100.7") == 302
+    _logout(carol)
+
+    # Configured: the limit keys on the client behind the proxy, so the attacker locks out
+    # only themselves.
+    cache.clear()
+    settings.SASC_TRUSTED_PROXIES = ["10.0.0.0/24"]
+    for i in range(50):
+        _login(attacker, f"random{i}", "x", proxy, "203.0.113.66")
+    assert _login(Client(), "random0", "x", proxy, "203.0.113.66") == 429
+    assert _login(Client(), "dave", "pw-for-tests-only", proxy, "198.51.100.8") == 302
+
+
+def test_the_forwarded_header_is_believed_from_trusted_proxies_only(settings, rf):
+    from config.login import client_address
+
+    settings.SASC_TRUSTED_PROXIES = ["10.0.0.0/8", "::1"]
+
+    def address(remote, forwarded=None):
+        request = rf.get("/", REMOTE_ADDR=remote)
+        if forwarded is not None:
+            request.META["HTTP_X_FORWARDED_FOR"] = forwarded
+        return client_address(request)
+
+    assert address("203.0.113.5", "1.2.3.4") == "203.0.113.5"  # a client forging it
+    assert address("10.0.0.1", "198.51.100.7") == "198.51.100.7"
+    # The client's own claim left of its real address is not believed; chained proxies are.
+    assert address("10.0.0.1", "6.6.6.6, 198.51.100.7, 10.0.0.9") == "198.51.100.7"
+    assert address("10.0.0.1", "") == "10.0.0.1"
+    assert address("10.0.0.1", "junk, 10.0.0.2") == "10.0.0.2"
+    assert address("::1", "2001:db8::1") == "2001:db8::1"
+
+
+def test_a_bad_trusted_proxy_setting_is_named():
+    env = {**os.environ, "SASC_TRUSTED_PROXIES": "10.0.0.0/8,proxy.local"}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django, os; "
+            "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings'); django.setup()",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[1],
+    )
+    assert out.returncode != 0 and "SASC_TRUSTED_PROXIES: 'proxy.local'" in out.stderr
 
 
 def test_an_unreachable_database_answers_503_with_retry_after(rf, db):
