@@ -79,7 +79,7 @@ class Web:
             try:
                 if requests.get(self.url + "/health/", timeout=2).status_code < 500:
                     return self
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # still starting
                 pass
             if self.proc.poll() is not None:
                 raise RuntimeError(self.log.read_text()[-3000:])

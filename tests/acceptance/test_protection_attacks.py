@@ -1,0 +1,294 @@
+"""T8, the searcher as attacker (issue 14): a searcher account with only HTTP access to
+gunicorn tries to learn what is withheld, on a collection protected by a real classifier.
+
+- displacement: ``common + canary`` against ``common + nonsense``: a hidden document that the
+  canary lifts into the candidates must not push a visible one out;
+- statistics: the visible ranking of a query whose terms hidden documents hold, against the
+  same documents published without the hidden ones: identical;
+- timing: hundreds of paired searches, a word only hidden documents hold against a word no
+  document holds; Mann-Whitney U on the response times;
+- stale pages: a document shown once is gone from its page and from the results page once
+  the routing (here the band) would no longer show it;
+- GET-triggered searches: a link with ``?q=`` records nothing and asks the archivist nothing.
+
+Each attack was run against the build before issue 14 and succeeded there (figures in
+``docs/protection.md``)."""
+
+import random
+import re
+import time
+
+import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu
+
+from annotate.models import Collection, Document, Persona, ReferenceSensitivity
+from ranking.classifier import sensitivity_model_train
+from ranking.services import index_build
+from review import visibility
+from review.models import Publication, ReviewRequest, SearchLog
+from tests.acceptance.stack import Browser, report
+
+FILLER = [
+    "report",
+    "meeting",
+    "schedule",
+    "budget",
+    "lunch",
+    "agenda",
+    "minutes",
+    "travel",
+    "office",
+    "notes",
+]
+BADGE = "confidentialbadge"  # what the classifier learns sensitive documents by
+TIMING_PAIRS = 300
+TIMING_ALPHA = 0.001
+
+
+def _doc(collection, docid, body, subject="Note"):
+    return Document(
+        collection=collection,
+        docid=docid,
+        subject=subject,
+        from_header="someone@example.org",
+        body=body,
+        content_hash=docid,
+    )
+
+
+def _world_documents(rng, hidden: bool):
+    """(docid, body, sensitive) of the attack collection; ``hidden=False`` leaves out every
+    document the classifier should hide (the same collection as the public would see it)."""
+    out = []
+    for i in range(95):  # hidden, short, dense in "common": they fill the first 95 candidates
+        out.append((f"pad{i:03d}", f"common common common {BADGE} {BADGE} pad{i}", True))
+    for i in range(10):  # visible, one "common" in a longer text: candidates 96 to 105
+        words = rng.choices(FILLER, k=40)
+        out.append((f"vis{i:03d}", " ".join(["common", *words]), False))
+    # the canary: hidden, one "common" in a text longer than theirs, so without the canary word
+    # it ranks below every visible "common" document, and with it first
+    out.append(("canary", " ".join(["qzcanary", "common", *[BADGE] * 20, *FILLER * 3]), True))
+    # statistics: two visible documents, one with alphaterm, one with betaterm; hidden
+    # documents hold alphaterm, which lowers its idf if they are counted
+    out.append(("alpha", " ".join(["alphaterm", "alphaterm", *FILLER]), False))
+    out.append(("beta", " ".join(["betaterm", "betaterm", *FILLER[:7]]), False))
+    for i in range(60):
+        # long, so that length tells the classifier nothing: only the badge does
+        words = rng.choices(FILLER, k=40)
+        out.append((f"alphahidden{i:03d}", " ".join(["alphaterm", BADGE, BADGE, *words]), True))
+    for i in range(300):  # plain visible mail
+        out.append((f"plain{i:03d}", " ".join(rng.choices(FILLER, k=30)), False))
+    return [d for d in out if hidden or not d[2]]
+
+
+def _publish(slug, docs):
+    collection = Collection.objects.create(name=f"Attack {slug}", slug=slug, kind="emails")
+    Document.objects.bulk_create([_doc(collection, d, body) for d, body, _s in docs])
+    index_build(collection_id=collection.pk)
+    collection.refresh_from_db()
+    persona = Persona.objects.create(name=f"Donor {slug}")
+    by_docid = {d.docid: d for d in collection.documents.all()}
+    ReferenceSensitivity.objects.bulk_create(
+        [
+            ReferenceSensitivity(persona=persona, document=by_docid[d], sensitive=s, source="t")
+            for d, _b, s in docs
+        ]
+    )
+    publication = Publication.objects.create(
+        collection=collection,
+        persona=persona,
+        published=True,
+        band_low=0.3,
+        band_high=0.7,
+        review_k=20,
+    )
+    return collection, persona, publication
+
+
+@pytest.fixture
+def attack(worker_env, web, users):
+    rng = random.Random(14)
+    docs = _world_documents(rng, hidden=True)
+    full, persona, publication = _publish("attack-full", docs)
+    sensitivity_model_train(collection=full, persona=persona, source="reference")
+    visible = visibility.view(publication).docids
+    # The preconditions: the real classifier hides the canary and the documents dense in the
+    # common word, shows the ten that hold it once, and hides most documents with alphaterm.
+    hidden = {d for d, _b, _s in docs} - visible
+    assert "canary" in hidden and {f"pad{i:03d}" for i in range(95)} <= hidden, hidden
+    assert {f"vis{i:03d}" for i in range(10)} <= visible
+    assert sum(d.startswith("alphahidden") for d in hidden) >= 50
+    # The same collection as the public may see it: exactly the visible documents, published
+    # with the full collection's classifier scores.
+    alone, persona2, publication2 = _publish("attack-public", [d for d in docs if d[0] in visible])
+    _copy_scores(full, persona, alone, persona2)
+    assert visibility.view(publication2).docids == visible
+    searcher = Browser(web, users["searcher"])
+    return full, alone, publication, searcher
+
+
+def _copy_scores(src, src_persona, dst, dst_persona):
+    import joblib
+    from django.utils import timezone
+
+    from annotate.models import SensitivityModel
+
+    model = SensitivityModel.objects.get(collection=src, persona=src_persona)
+    stored = joblib.load(model.path)
+    keep = {d.docid for d in dst.documents.all()}
+    rows = [i for i, d in enumerate(stored["docids"]) if d in keep]
+    path = model.path.replace(".joblib", f"-copy-{dst.pk}.joblib")
+    joblib.dump(
+        {"docids": [stored["docids"][i] for i in rows], "scores": stored["scores"][rows]}, path
+    )
+    SensitivityModel.objects.create(
+        collection=dst,
+        persona=dst_persona,
+        version=1,
+        source="copy",
+        report={},
+        path=path,
+        trained_at=timezone.now(),
+        seconds=0.0,
+    )
+
+
+def _search(searcher, slug, query):
+    """POST the query as the form does; the results page it lands on."""
+    r = searcher.post(f"/search/{slug}/", data={"q": query})
+    assert r.status_code == 200 and "/results/" in r.url, (r.status_code, r.url)
+    return r
+
+
+def _results(body: str) -> list[str]:
+    """The subjects, senders and snippets of a results page, in order, document ids out."""
+    items = re.findall(r'<li data-doc="\d+">(.*?)</li>', body, flags=re.S)
+    return [re.sub(r"/documents/\d+/", "/documents/N/", item) for item in items]
+
+
+def _docids(slug) -> list[str]:
+    """What the latest search on the collection showed, as docids (in order)."""
+    search = SearchLog.objects.filter(collection__slug=slug).latest("pk")
+    docs = Document.objects.in_bulk(search.shown)
+    return [docs[pk].docid for pk in search.shown]
+
+
+def test_displacement(attack):
+    full, _alone, _publication, searcher = attack
+    # The canary lifts a hidden document into the candidates; a nonsense word lifts nothing.
+    canary = _search(searcher, full.slug, "common qzcanary")
+    canary_ids = _docids(full.slug)
+    nonsense = _search(searcher, full.slug, "common qznothing")
+    nonsense_ids = _docids(full.slug)
+    passed = canary_ids == nonsense_ids and len(canary_ids) == 10
+    report(
+        "T8 displacement (common word + canary vs + nonsense)",
+        passed,
+        f"{len(canary_ids)} vs {len(nonsense_ids)} results (10 visible documents hold the "
+        "common word)",
+    )
+    assert canary_ids == nonsense_ids
+    assert len(canary_ids) == 10  # every visible "common" document, none pushed out
+    assert _results(canary.text.replace("qzcanary", "Q")) == _results(
+        nonsense.text.replace("qznothing", "Q")
+    )
+
+
+def test_statistics(attack):
+    full, alone, _publication, searcher = attack
+    differ = []
+    queries = ("alphaterm betaterm", "alphaterm", "common alphaterm report", "betaterm lunch")
+    for query in queries:
+        with_hidden = _search(searcher, full.slug, query)
+        a = _docids(full.slug)
+        without = _search(searcher, alone.slug, query)
+        b = _docids(alone.slug)
+        shown = _results(with_hidden.text.replace(full.slug, "SLUG"))
+        if a != b or shown != _results(without.text.replace(alone.slug, "SLUG")):
+            differ.append((query, a[:3], b[:3]))
+    report(
+        "T8 statistics (ranking with and without 60 hidden documents holding the terms)",
+        not differ,
+        f"{len(queries) - len(differ)} of {len(queries)} queries ranked identically; "
+        f"differing: {differ}",
+    )
+    assert not differ
+
+
+def test_a_get_with_a_query_records_nothing(attack):
+    full, _alone, _publication, searcher = attack
+    searches, requests_before = SearchLog.objects.count(), ReviewRequest.objects.count()
+    r = searcher.get(f"/search/{full.slug}/", params={"q": "qzcanary common"})
+    made = SearchLog.objects.count() - searches, ReviewRequest.objects.count() - requests_before
+    report(
+        "T8 GET-triggered search (a link with ?q=)",
+        made == (0, 0),
+        f"searches recorded {made[0]}, review requests made {made[1]}",
+    )
+    assert r.status_code == 200 and 'value="qzcanary common"' in r.text
+    assert made == (0, 0)
+    assert 'id="results"' not in r.text
+
+
+def test_stale_pages(attack):
+    full, _alone, publication, searcher = attack
+    page = _search(searcher, full.slug, "common")
+    link = re.search(r'href="(/search/[^"]+/documents/\d+/)"', page.text).group(1)
+    assert searcher.get(link).status_code == 200
+    # The band changes so that search would show nothing below it any more.
+    Publication.objects.filter(pk=publication.pk).update(band_low=0.0)
+    after = searcher.get(link).status_code
+    listed = link in searcher.get(page.url).text
+    report(
+        "T8 stale pages (a document shown, then the band lowered)",
+        after == 404 and not listed,
+        f"document page {after}, still listed on the results page: {listed}",
+    )
+    assert after == 404 and not listed
+
+
+def test_timing_does_not_depend_on_hidden_matches(attack, worker):
+    full, _alone, _publication, searcher = attack
+    # warm both paths (the JVM, the visible view, the connection)
+    for _ in range(20):
+        _search(searcher, full.slug, "qzwarm")
+    rng = random.Random(8)
+    hidden, control = [], []
+    for i in range(TIMING_PAIRS):
+        # the same visible result either way: a word only hidden documents hold (the 156
+        # with the badge) against a word none holds, each beside a word of one visible document
+        pair = [("hidden", f"{BADGE} betaterm"), ("control", f"qzctl{i} betaterm")]
+        rng.shuffle(pair)
+        for kind, query in pair:
+            started = time.perf_counter()
+            _search(searcher, full.slug, query)
+            (hidden if kind == "hidden" else control).append(time.perf_counter() - started)
+    _stat, p = mannwhitneyu(hidden, control, alternative="two-sided")
+    h, c = np.median(hidden) * 1000, np.median(control) * 1000
+    passed = p > TIMING_ALPHA
+    report(
+        "T8 timing of hidden matches",
+        passed,
+        f"{TIMING_PAIRS} pairs (POST + results page): median {h:.1f} ms with hidden matches, "
+        f"{c:.1f} ms with none; Mann-Whitney U two-sided p = {p:.3g} (fails below "
+        f"{TIMING_ALPHA}); the test finds a shift of {_detectable(control):.1f} ms in 80% of runs",
+    )
+    assert passed, (h, c, p)
+
+
+def _detectable(times, *, power=0.8, trials=200) -> float:
+    """The smallest added delay (ms) that this test, on response times like ``times``,
+    finds at TIMING_ALPHA in ``power`` of the runs: two samples of TIMING_PAIRS drawn from
+    ``times``, the delay added to one."""
+    rng = np.random.default_rng(0)
+    times = np.asarray(times)
+    for shift in np.arange(0.5, 20.5, 0.5) / 1000:
+        found = 0
+        for _ in range(trials):
+            a = rng.choice(times, TIMING_PAIRS)
+            b = rng.choice(times, TIMING_PAIRS) + shift
+            found += mannwhitneyu(a, b, alternative="two-sided")[1] < TIMING_ALPHA
+        if found >= power * trials:
+            return shift * 1000
+    return float("inf")
