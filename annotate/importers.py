@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import F
 
 from annotate.models import (
@@ -201,14 +201,18 @@ class _DocumentWriter:
         try:
             with transaction.atomic():
                 self._write(batch)
-        except IntegrityError:
-            # Another import stored some of these meanwhile: fall back to one by one.
+        except (IntegrityError, DataError):
+            # Another import stored some of these meanwhile, or one holds a value the database
+            # refuses: fall back to one by one, so that one message cannot cost the batch.
             for item in batch:
                 try:
                     with transaction.atomic():
                         self._write([item])
                 except IntegrityError:
                     self.report.unchanged += 1
+                except DataError as exc:
+                    reason = str(exc).splitlines()[0]
+                    self.report.add(Issue(item[0].docid, "", f"refused by the database: {reason}"))
 
     def _write(self, batch) -> None:
         docs = Document.objects.bulk_create([d for d, _ in batch])

@@ -154,8 +154,14 @@ def parse_date(value: str, problems: list[str]) -> datetime | None:
         problems.append(f"header Date: unparseable value {value[:80]!r}")
         return None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
+        return parsed.replace(tzinfo=UTC)
+    # The instant in UTC: RFC 5322 allows offsets up to +-99:59, PostgreSQL stores at most
+    # +-15:59 and refuses the whole batch otherwise ("-1600" is in the SpamAssassin corpus).
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        problems.append(f"header Date: out of range {value[:80]!r}")
+        return None
 
 
 def _part_payload(part: Message, problems: list[str], what: str) -> bytes:

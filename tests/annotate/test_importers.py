@@ -1,3 +1,4 @@
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,45 @@ def test_duplicates_by_content_or_message_id_are_stored_once_and_counted(collect
     assert (again.created, again.duplicates, again.unchanged) == (0, 0, 4)
     kept.refresh_from_db()
     assert kept.duplicate_docids == ["box/b.eml", "box/c.eml"], "a re-run counts nothing twice"
+
+
+def test_dates_with_offsets_the_database_cannot_store_keep_their_instant(collection, tmp_path):
+    # RFC 5322 allows offsets to +-99:59, PostgreSQL +-15:59; the SpamAssassin corpus has -1600
+    box = tmp_path / "zones"
+    box.mkdir()
+    dates = {"far": "Wed, 21 Aug 2002 20:31:57 -1600", "near": "Wed, 21 Aug 2002 20:31:57 +0200"}
+    for name, date in dates.items():
+        (box / f"{name}.eml").write_text(MSG.format(s=name).replace("\n\n", f"\nDate: {date}\n\n"))
+    report = services.import_run(collection=collection, fmt="emails", path=box)
+    assert report.created == 2 and report.ok
+    stored = dict(Document.objects.filter(collection=collection).values_list("docid", "date"))
+    assert stored["zones/far.eml"] == datetime(2002, 8, 22, 12, 31, 57, tzinfo=UTC)
+    assert stored["zones/near.eml"] == datetime(2002, 8, 21, 18, 31, 57, tzinfo=UTC)
+
+
+def test_a_value_the_database_refuses_costs_its_message_only(collection, tmp_path, monkeypatch):
+    from annotate.parsing import emails
+
+    parse_date = emails.parse_date
+    far = timezone(timedelta(hours=-16))  # as the parser once passed it on
+
+    def unnormalised(value, problems):
+        return datetime(2002, 8, 21, tzinfo=far) if "1999" in value else parse_date(value, problems)
+
+    monkeypatch.setattr(emails, "parse_date", unnormalised)
+    box = tmp_path / "refused"
+    box.mkdir()
+    for name, year in (("a", 2001), ("b", 1999), ("c", 2002)):
+        date = f"Wed, 21 Aug {year} 20:31:57 +0000"
+        (box / f"{name}.eml").write_text(MSG.format(s=name).replace("\n\n", f"\nDate: {date}\n\n"))
+    report = services.import_run(collection=collection, fmt="emails", path=box)
+    assert report.created == 2 and not report.ok
+    assert [str(i) for i in report.issues] == [
+        'refused/b.eml: refused by the database: time zone displacement out of range: "2002-08-21'
+        ' 00:00:00-16:00"'
+    ]
+    stored = Document.objects.filter(collection=collection).values_list("docid", flat=True)
+    assert sorted(stored) == ["refused/a.eml", "refused/c.eml"]
 
 
 def test_bad_files_are_reported_and_the_rest_imported(collection, tmp_path):
