@@ -104,15 +104,18 @@ def cs_dcg(ranking, relevance, sensitivity, *, k=10, cost=DEFAULT_COST, candidat
 def cs_dcg_bounds(
     relevance, sensitivity, *, k=10, cost=DEFAULT_COST, candidates
 ) -> tuple[float, float]:
-    """The (worst, best) CS-DCG@k over every ordering of ``candidates``.
+    """The (worst, best) CS-DCG@k over every list of ``candidates`` of any length up to k.
 
-    Placing documents in the top min(k, n) positions is an assignment problem (document j
-    at position i is worth gain_j * discount_i - cost_j), solved exactly with scipy's
-    ``linear_sum_assignment``. For binary sensitivity and Cs above the largest gain this is
-    what the dissertation's greedy algorithms 1 and 2 compute, except where they place a
-    relevant non-sensitive document above a more relevant sensitive one that must be shown
-    (few candidates), which the exact bound orders by gain; tests check it against brute
-    force over every ordering.
+    A system may show fewer than k documents (a cutoff, a filter), so the bounds range over
+    the empty list and every list of 1 to min(k, n) distinct candidates: any list a system
+    can return then scores within [0, 1]. For each length L, placing documents in the top L
+    positions is an assignment problem (document j at position i is worth gain_j *
+    discount_i - cost_j), solved exactly with scipy's ``linear_sum_assignment``. Where no
+    shorter list does better (or worse), these are the bounds of the dissertation's greedy
+    algorithms 1 and 2 (sec. 4.3) over full-length lists, except where those place a relevant
+    non-sensitive document above a more relevant sensitive one that must be shown (few
+    candidates), which the exact bound orders by gain; tests check it against brute force
+    over every list.
     """
     from scipy.optimize import linear_sum_assignment
 
@@ -124,12 +127,14 @@ def cs_dcg_bounds(
     c = np.array([cost if _sensitive(sensitivity, d) else 0.0 for d in docs])
     d = np.array([discount(i) for i in range(slots)])
     value = g[:, None] * d[None, :] - c[:, None]
-    best_rows, best_cols = linear_sum_assignment(value, maximize=True)
-    worst_rows, worst_cols = linear_sum_assignment(value)
-    return (
-        float(value[worst_rows, worst_cols].sum()),
-        float(value[best_rows, best_cols].sum()),
-    )
+    worst = best = 0.0  # the empty list
+    for length in range(1, slots + 1):
+        part = value[:, :length]
+        rows, cols = linear_sum_assignment(part, maximize=True)
+        best = max(best, float(part[rows, cols].sum()))
+        rows, cols = linear_sum_assignment(part)
+        worst = min(worst, float(part[rows, cols].sum()))
+    return worst, best
 
 
 def ncs_dcg(ranking, relevance, sensitivity, *, k=10, cost=12.0, candidates=None) -> float:

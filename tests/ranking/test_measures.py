@@ -72,18 +72,32 @@ def test_o_cs_dcg_adds_released_documents_and_charges_review():
     st.integers(1, 6),
     st.sampled_from([12.0, 2.0, 0.5]),
 )
-def test_cs_dcg_bounds_equal_brute_force_over_every_ordering(docs, k, cost):
+def test_cs_dcg_bounds_equal_brute_force_over_every_list(docs, k, cost):
     names = [f"d{i}" for i in range(len(docs))]
     rel = {n: g for n, (g, _s) in zip(names, docs, strict=True)}
     sen = {n: s for n, (_g, s) in zip(names, docs, strict=True)}
-    values = [m.cs_dcg(list(p), rel, sen, k=k, cost=cost) for p in itertools.permutations(names)]
+    # every list a system could return: any length from 0 to k, any distinct candidates
+    lists = [
+        list(p) for n in range(min(k, len(names)) + 1) for p in itertools.permutations(names, n)
+    ]
+    values = [m.cs_dcg(p, rel, sen, k=k, cost=cost) for p in lists]
     worst, best = m.cs_dcg_bounds(rel, sen, k=k, cost=cost, candidates=names)
     assert best == pytest.approx(max(values)) and worst == pytest.approx(min(values))
-    score = m.ncs_dcg(names, rel, sen, k=k, cost=cost)
-    if math.isclose(max(values), min(values), abs_tol=1e-12):
-        assert math.isnan(score)
-    else:
-        assert -1e-9 <= score <= 1 + 1e-9
+    for shown in lists:
+        score = m.ncs_dcg(shown, rel, sen, k=k, cost=cost, candidates=names)
+        if math.isclose(max(values), min(values), abs_tol=1e-12):
+            assert math.isnan(score)
+        else:
+            assert -1e-9 <= score <= 1 + 1e-9, (shown, score)
+
+
+def test_a_truncated_list_stays_within_one():
+    # Issue 15: with bounds over full-length lists only, showing [A] scored 11.84.
+    rel, sen = {"A": 2, "S": 0}, {"S": True}
+    assert m.cs_dcg_bounds(rel, sen, k=2, candidates=["A", "S"]) == (-12.0, 3.0)
+    assert m.ncs_dcg(["A"], rel, sen, k=2, candidates=["A", "S"]) == pytest.approx(1.0)
+    assert m.ncs_dcg([], rel, sen, k=2, candidates=["A", "S"]) == pytest.approx(0.8)
+    assert m.ncs_dcg(["S"], rel, sen, k=2, candidates=["A", "S"]) == pytest.approx(0.0)
 
 
 @settings(max_examples=100, deadline=None)
@@ -155,7 +169,7 @@ def test_batch_evaluation_reads_a_trec_run_and_skips_nan_in_means():
     run = m.read_run(io.StringIO("1 Q0 a 1 3.0 t\n1 Q0 b 2 2.0 t\n2 Q0 x 1 1.0 t\n"))
     assert run == {"1": ["a", "b"], "2": ["x"]}
     qrels = {"1": {"a": 2, "b": 0}, "2": {"x": 0}}  # query 2: nothing to gain or lose
-    sens = {"*": {"b": True}}
+    sens = {"*": {"z": False}, "1": {"b": True}}
     result = m.evaluate(
         run,
         qrels,
