@@ -32,6 +32,12 @@ pytestmark = [
 PASSWORD = "pw-browser"
 
 
+HOSTILE = (
+    "article.email script, article.email svg, article.email img, article.email iframe, "
+    "article.email object, article.email form, article.email style"
+)
+
+
 def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection, users):
     imported = services.import_run(
         collection=collection, fmt="emails", path=FIXTURES / "emails" / "xss"
@@ -74,10 +80,7 @@ def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection
         assert "script-src 'self'" in csp and "unsafe-inline" not in csp, (role, path)
         assert response.headers.get("x-content-type-options") == "nosniff", (role, path)
         # Content is text: no element of the message became markup.
-        hostile = page.locator(
-            "article.email script, article.email svg, article.email img, article.email iframe, "
-            "article.email object, article.email form, article.email style"
-        )
+        hostile = page.locator(HOSTILE)
         assert hostile.count() == 0, (role, path)
         visited.append((role, path))
 
@@ -89,6 +92,9 @@ def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection
     annotator = as_role("annotator")
     for _ in docs:  # the judging page shows each task in turn (it may hold one ahead)
         visit(annotator, reverse("judge", args=[project.slug]), "annotator")
+        # GET claims nothing: the page's script claims the next task by POST and shows it
+        annotator.locator("article.email").first.wait_for(timeout=15000)
+        assert annotator.locator(HOSTILE).count() == 0
         leases = Assignment.objects.filter(annotator=users["annotator"], status="leased")
         first = leases.order_by("leased_at", "id").first()
         if first is None:
