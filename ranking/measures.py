@@ -215,21 +215,39 @@ def o_cs_dcg(
     k=10,
     cost=DEFAULT_COST,
     gamma=1.0,
+    released=None,
     candidates=None,
 ) -> float:
-    """O-CS-DCG@k (sec. 7.2.3), archivist in the loop: gamma-CS-DCG of the ``shown`` list
-    (k_s documents) plus, over the ``reviewed`` list (k_a documents, k_s + k_a <= k), the
-    discounted gain of each document the archivist releases (relevant and not sensitive;
-    a withheld one gains nothing) minus ``effort`` per reviewed document. The reviewed list
-    is discounted by its own positions."""
+    """O-CS-DCG@k (sec. 7.2.3, eq. 7.1), archivist in the loop, on the searcher's page of k
+    places: the ``shown`` documents first (k_s of them), then the documents the archivist
+    released, in the order of the ``reviewed`` list, in the k_a = k - k_s places left.
+
+    - shown and released documents count as gamma-CS-DCG counts them, at their places on
+      the page: gain x discount, and a sensitive one costs ``cost`` x gamma^(sensitive
+      documents above it), so a released document that proves sensitive is charged;
+    - every reviewed document costs ``effort``, also those the page had no place for (the
+      archivist read them all), so the measure falls as effort rises whenever any document
+      was reviewed;
+    - a released document the page had no place for gains nothing but, if sensitive, still
+      costs ``cost`` x gamma^(sensitive documents before it): the searcher received it;
+    - ``released``: the documents the archivist released (a set); None is the oracle
+      archivist of the dissertation, who releases every reviewed document that is not
+      sensitive. A withheld document gains and costs nothing but the effort.
+    """
     shown_top = _top(shown, k)
-    reviewed_top = [d for d in _top(reviewed, k) if d not in set(shown_top)]
-    reviewed_top = reviewed_top[: k - len(shown_top)]
-    total = gamma_cs_dcg(shown_top, relevance, sensitivity, k=k, cost=cost, gamma=gamma)
-    for i, d in enumerate(reviewed_top):
-        released = not _sensitive(sensitivity, d)
-        total += (gain(relevance.get(d, 0)) * discount(i) if released else 0.0) - effort
-    return total
+    on_page = set(shown_top)
+    reviewed_all = [d for d in _top(reviewed, len(reviewed)) if d not in on_page]
+    if released is None:
+        released = {d for d in reviewed_all if not _sensitive(sensitivity, d)}
+    sent = [d for d in reviewed_all if d in released]
+    page = shown_top + sent[: k - len(shown_top)]
+    total = gamma_cs_dcg(page, relevance, sensitivity, k=k, cost=cost, gamma=gamma)
+    above = sum(_sensitive(sensitivity, d) for d in page)
+    for d in sent[k - len(shown_top) :]:  # received below the page's k places
+        if _sensitive(sensitivity, d):
+            total -= cost * gamma**above
+            above += 1
+    return total - effort * len(reviewed_all)
 
 
 MEASURES = {

@@ -105,7 +105,7 @@ class SessionMeasures:
     """One searcher's search, measured (DOMAIN.md section 7, O-CS-DCG)."""
 
     search: SearchLog
-    relevance_from: str  # "qrels of topic N" or "decisions and opens"
+    relevance_from: str  # "qrels of topic N", "judgments of topic N", or "none"
     shown: int  # documents shown at once
     requests: int  # review requests it made
     reviewed: int  # of those, decided
@@ -114,7 +114,7 @@ class SessionMeasures:
     sensitive_shown: int  # shown at once or after release, and sensitive as now known
     waited: list[float]  # seconds from the search to each release
     waiting: float | None  # seconds the oldest still pending request has waited
-    o_cs_dcg: float
+    o_cs_dcg: float | None  # None without relevance evidence
 
     @property
     def mean_wait(self) -> float | None:
@@ -127,25 +127,26 @@ def loop_sessions(
     k: int = 10,
     effort: float = 0.1,
     cost: float = 12.0,
-    evidence_grade: int = 1,
     limit: int = 200,
 ) -> tuple[list[SessionMeasures], dict]:
     """The newest ``limit`` searches of a published collection, each measured, and the
     totals over them.
 
-    A live search has no qrels, so relevance comes from the best evidence there is: the qrels
-    of the collection's topic whose title is the query (case and spacing aside); otherwise an
-    archivist's release or the searcher opening a document counts as relevance
-    ``evidence_grade``, a not-relevant decision as 0, anything else as unknown (0).
-    Sensitivity is what is known now: the persona's labels with the archivists' decisions in
-    force (``ranking.classifier``, source ``decisions``)."""
+    Relevance comes from explicit judgments only, of the collection's topic whose title is
+    the query (case and spacing aside): its imported qrels, then the annotation projects'
+    final labels (their rule and adjudications) for documents the qrels lack. A search with
+    no such topic, or a topic with neither, has no relevance evidence: it is counted, not
+    measured (a release or an open is not evidence of relevance: the measure would reward
+    its own outcome). Sensitivity is what is known now: the persona's labels with the
+    archivists' decisions in force (``ranking.classifier``, source ``decisions``); a
+    document released for a search and known sensitive now is charged as shown."""
     from django.utils import timezone
 
+    from annotate.exports import final_labels
     from ranking import measures
     from ranking.classifier import sensitivity_labels
     from ranking.services import reference_qrels
-    from review.models import AuditEvent, Publication
-    from review.services import current_decisions
+    from review.models import Publication
 
     publication = Publication.objects.filter(collection=collection).first()
     if publication is None:
@@ -166,20 +167,18 @@ def loop_sessions(
         ).items()
         if label
     }
-    opened = set(
-        AuditEvent.objects.filter(
-            collection=collection, action="view", detail__role="searcher"
-        ).values_list("user_id", "document_id")
-    )
     topics = {" ".join(t.title.lower().split()): t.number for t in collection.topics.all()}
     qrels = reference_qrels(collection=collection) if topics else {}
+    judged: dict[str, dict[str, int]] = {}
+    for project in collection.projects.all() if topics else []:
+        for (number, docid), (grade, _rule) in final_labels(project).relevance.items():
+            judged.setdefault(number, {}).setdefault(docid, grade)
     docids = dict(
         collection.documents.filter(
             pk__in={pk for s in searches for pk in s.shown}
             | {r.document_id for rs in requests.values() for r in rs}
         ).values_list("pk", "docid")
     )
-    in_force = current_decisions(persona=persona, document_ids=docids)
     truth = dict.fromkeys(sensitive, True)
     now = timezone.now()
     rows = []
@@ -189,18 +188,14 @@ def loop_sessions(
         released = [r for r in mine if r.status == ReviewRequest.Status.RELEASED]
         session_docs = list(s.shown) + [r.document_id for r in mine]
         number = topics.get(" ".join(s.query.lower().split()))
-        if number is not None and number in qrels:
-            topic_qrels = qrels[number]
-            relevance = {pk: topic_qrels.get(docids.get(pk), 0) for pk in session_docs}
+        evidence = {**judged.get(number, {}), **qrels.get(number, {})}
+        relevance = {pk: evidence.get(docids.get(pk), 0) for pk in session_docs}
+        if number in qrels:
             source = f"qrels of topic {number}"
+        elif evidence:
+            source = f"judgments of topic {number}"
         else:
-            relevance = {}
-            for pk in session_docs:
-                decision = in_force.get(pk)
-                released_it = decision is not None and decision.kind == Decision.Kind.RELEASE
-                if released_it or (s.searcher_id, pk) in opened:
-                    relevance[pk] = evidence_grade
-            source = "decisions and opens"
+            source = "none"
         shown_after = [r.document_id for r in released]
         rows.append(
             SessionMeasures(
@@ -225,13 +220,18 @@ def loop_sessions(
                     effort=effort,
                     k=k,
                     cost=cost,
-                ),
+                    released=set(shown_after),
+                )
+                if source != "none"
+                else None,
             )
         )
     waits = [w for r in rows for w in r.waited]
+    measured = [r.o_cs_dcg for r in rows if r.o_cs_dcg is not None]
     totals = {
         "sessions": len(rows),
-        "o_cs_dcg_mean": sum(r.o_cs_dcg for r in rows) / len(rows) if rows else None,
+        "measured": len(measured),
+        "o_cs_dcg_mean": sum(measured) / len(measured) if measured else None,
         "shown": sum(r.shown for r in rows),
         "requests": sum(r.requests for r in rows),
         "reviewed": sum(r.reviewed for r in rows),

@@ -233,7 +233,6 @@ def loop_report(request, slug):
         "k": _number(request, "k", 10, int, 1, 100),
         "effort": _number(request, "effort", 0.1, float, 0.0, 100.0),
         "cost": _number(request, "cost", 12.0, float, 0.0, 1000.0),
-        "evidence_grade": _number(request, "grade", 1, int, 1, 2),
     }
     rows, totals = selectors.loop_sessions(collection=collection, **params)
     if request.GET.get("format") == "csv":
@@ -272,7 +271,7 @@ def loop_report(request, slug):
                     r.pending,
                     r.sensitive_shown,
                     "" if r.mean_wait is None else f"{r.mean_wait:.1f}",
-                    f"{r.o_cs_dcg:.4f}",
+                    "" if r.o_cs_dcg is None else f"{r.o_cs_dcg:.4f}",
                 ]
             )
         return response

@@ -61,9 +61,52 @@ def test_gamma_variants_by_hand():
 def test_o_cs_dcg_adds_released_documents_and_charges_review():
     rel, sen = {"a": 2, "b": 1, "c": 2}, {"c": True}
     shown, reviewed = ["a"], ["b", "c"]
-    # a shown (3), b released at archivist rank 0 (1*1), c withheld (0); 0.5 effort each.
+    # a shown (3), b released into the page's second place (1 x D1), c withheld (0);
+    # 0.5 effort each.
     got = m.o_cs_dcg(shown, reviewed, rel, sen, effort=0.5, k=3)
-    assert got == pytest.approx(3 + 1 - 0.5 + 0 - 0.5)
+    assert got == pytest.approx(3 + 1 * D[1] - 0.5 - 0.5)
+
+
+def test_o_cs_dcg_charges_every_review_even_on_a_full_page():
+    # Issue 15: ten shown and five reviewed scored the same at effort 0.1 and 100.
+    rel = {f"s{i}": 1 for i in range(10)} | {f"r{i}": 2 for i in range(5)}
+    shown, reviewed = [f"s{i}" for i in range(10)], [f"r{i}" for i in range(5)]
+    low = m.o_cs_dcg(shown, reviewed, rel, {}, effort=0.1, k=10)
+    high = m.o_cs_dcg(shown, reviewed, rel, {}, effort=100, k=10)
+    assert low - high == pytest.approx(5 * 99.9)
+    assert low == pytest.approx(m.cs_dcg(shown, rel, {}, k=10) - 0.5)
+
+
+def test_o_cs_dcg_charges_a_released_document_that_proves_sensitive():
+    rel, sen = {"a": 2, "b": 1}, {"b": True}
+    oracle = m.o_cs_dcg(["a"], ["b"], rel, sen, effort=0.1, k=3)  # withheld by the oracle
+    mistaken = m.o_cs_dcg(["a"], ["b"], rel, sen, effort=0.1, k=3, released={"b"})
+    assert oracle == pytest.approx(3 - 0.1)
+    assert mistaken == pytest.approx(3 + 1 * D[1] - 12 - 0.1)
+    # on a full page the release gains nothing, and its disclosure still costs
+    full = m.o_cs_dcg(["a"], ["b"], rel, sen, effort=0.1, k=1, released={"b"})
+    assert full == pytest.approx(3 - 12 - 0.1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.booleans()), min_size=1, max_size=8),
+    st.integers(0, 8),
+    st.integers(1, 8),
+    st.floats(0, 5),
+    st.floats(0.01, 5),
+)
+def test_o_cs_dcg_falls_as_effort_rises_whenever_anything_was_reviewed(docs, cut, k, e, more):
+    names = [f"d{i}" for i in range(len(docs))]
+    rel = {n: g for n, (g, _s) in zip(names, docs, strict=True)}
+    sen = {n: s for n, (_g, s) in zip(names, docs, strict=True)}
+    shown, reviewed = names[:cut], names[cut:]
+    a = m.o_cs_dcg(shown, reviewed, rel, sen, effort=e, k=k)
+    b = m.o_cs_dcg(shown, reviewed, rel, sen, effort=e + more, k=k)
+    if reviewed:
+        assert b < a
+    else:
+        assert b == a
 
 
 @settings(max_examples=150, deadline=None)

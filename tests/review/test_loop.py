@@ -141,7 +141,18 @@ def test_the_loop_report_measures_each_search_session(published, login, users):
         1,
     )
     assert row.pending == len(pending) - 2 and row.sensitive_shown == 0
-    assert row.relevance_from == "decisions and opens" and len(row.waited) == 1
+    # No topic has this title: nothing says what was relevant, so the search is counted and
+    # not measured (a release or an open is what the loop did, not evidence).
+    assert row.relevance_from == "none" and row.o_cs_dcg is None and len(row.waited) == 1
+    assert totals["sessions"] == 1 and totals["measured"] == 0 and totals["o_cs_dcg_mean"] is None
+    # With qrels for the topic whose title is the query, it is measured.
+    from annotate.models import ReferenceRelevance, Topic
+
+    topic = Topic.objects.create(collection=c, number="9", title="Razor spam LIST")
+    for pk in (opened, keep.pk):
+        ReferenceRelevance.objects.create(topic=topic, document_id=pk, grade=1)
+    (row,), totals = selectors.loop_sessions(collection=c, k=10, effort=0.5)
+    assert row.relevance_from == "qrels of topic 9"
     expected = measures.o_cs_dcg(
         list(search.shown),
         [keep.pk, hold.pk],
@@ -149,10 +160,16 @@ def test_the_loop_report_measures_each_search_session(published, login, users):
         {hold.pk: True},
         effort=0.5,
         k=10,
+        released={keep.pk},
     )
-    assert row.o_cs_dcg == pytest.approx(expected)
-    assert expected == pytest.approx(1.0 + 1.0 - 0.5 - 0.5)  # opened at rank 0, keep first reviewed
-    assert totals["sessions"] == 1 and totals["sensitive_shown"] == 0
+    assert row.o_cs_dcg == pytest.approx(expected) and totals["measured"] == 1
+    assert totals["sensitive_shown"] == 0
+    # A released document later withheld is charged as a sensitive document shown.
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=keep, kind="withhold"
+    )
+    (after,), totals = selectors.loop_sessions(collection=c, k=10, effort=0.5)
+    assert totals["sensitive_shown"] == 1 and after.o_cs_dcg < row.o_cs_dcg - 11
     # A shown document withheld afterwards counts as a sensitive document shown.
     services.review_decide(
         archivist=users["archivist"],
@@ -160,7 +177,7 @@ def test_the_loop_report_measures_each_search_session(published, login, users):
         document=Document.objects.get(pk=opened),
         kind="withhold",
     )
-    assert selectors.loop_sessions(collection=c)[1]["sensitive_shown"] == 1
+    assert selectors.loop_sessions(collection=c)[1]["sensitive_shown"] == 2
     lead = login(users["lead"])
     assert reverse("review-loop", args=[c.slug]).encode() in lead.get(reverse("audit-log")).content
     page = lead.get(reverse("review-loop", args=[c.slug]), {"k": "5", "effort": "x"})
