@@ -15,8 +15,10 @@ At 0%, 10%, ..., 100% of the pool judged, with B the number of judgments at that
   (non-relevant while they hold a single class);
 
 and F1 / recall of each against the reference over the pool (mean over topics), and the
-Kendall tau between the systems ranked by MAP under the reference qrels and under the
-constructed ones. Areas under the curves by the trapezoid rule over the fraction judged.
+Kendall tau between the systems ranked by MAP under the reference qrels over the same pool
+and under the constructed ones (1 at 100% judged), and the same against the full reference
+qrels (``tau_full``: what the pool misses counts too). Areas under the curves by the
+trapezoid rule over the fraction judged.
 """
 
 import math
@@ -199,13 +201,22 @@ def simulate(matrix, topics: list[TopicData], settings: Settings, runs=None) -> 
             flagged.append(topic.number)
             continue
         usable.append((topic, judging_order(matrix, topic, settings, seed_rows), len(seed_rows)))
-    curves = {f"{m}_{k}": [] for m in ("f1", "recall", "tau") for k in ("hybrid", "human")}
-    reference_map = None
+    measures = ("f1", "recall", "tau", "tau_full")
+    curves = {f"{m}_{k}": [] for m in measures for k in ("hybrid", "human")}
+    reference_map = full_map = None
     if runs:
-        reference = {
+        # Like with like: the constructed qrels label the pool only, so the systems are
+        # ranked against the reference qrels over the same pool (tau reaches 1 at 100%
+        # judged); ``tau_full`` ranks them against every judged relevant document as well.
+        pool_reference = {
+            t.number: {int(r) for r in t.pool if t.grades.get(int(r), 0) >= 1}
+            for t, _order, _n in usable
+        }
+        full_reference = {
             t.number: {r for r, g in t.grades.items() if g >= 1} for t, _order, _n in usable
         }
-        reference_map = mean_ap(runs, reference)
+        reference_map = mean_ap(runs, pool_reference)
+        full_map = mean_ap(runs, full_reference)
     for point in POINTS:
         f1s = {"hybrid": [], "human": []}
         recalls = {"hybrid": [], "human": []}
@@ -222,8 +233,10 @@ def simulate(matrix, topics: list[TopicData], settings: Settings, runs=None) -> 
         for kind in ("hybrid", "human"):
             curves[f"f1_{kind}"].append(_mean(f1s[kind]))
             curves[f"recall_{kind}"].append(_mean(recalls[kind]))
-            tau = kendall_tau(reference_map, mean_ap(runs, qrels[kind])) if runs else float("nan")
-            curves[f"tau_{kind}"].append(tau)
+            constructed = mean_ap(runs, qrels[kind]) if runs else None
+            for name, reference in (("tau", reference_map), ("tau_full", full_map)):
+                tau = kendall_tau(reference, constructed) if runs else float("nan")
+                curves[f"{name}_{kind}"].append(tau)
     return {
         "strategy": settings.strategy,
         "seed_mode": settings.seed_mode,

@@ -41,6 +41,35 @@ def test_curves_start_at_zero_end_at_one_and_active_learning_beats_random(collec
     assert results["sal"]["auc"]["f1_human"] > results["spl"]["auc"]["f1_human"]
 
 
+def test_tau_compares_like_with_like_and_reaches_one_when_everything_is_judged(collection):  # noqa: F811
+    # Issue 15: the reference held relevant documents outside the pool that the constructed
+    # qrels never can, so tau stayed below 1 at 100% judged.
+    matrix, relevant = collection
+    data = topics(matrix, relevant)
+    outside = {}
+    for t in data:
+        inside = t.pool[:250]
+        outside[t.number] = [int(r) for r in t.pool[250:] if relevant[r]]
+        t.pool = inside  # the other half: judged relevant in the qrels, never pooled
+        t.ranking = [r for r in t.ranking if r in set(inside.tolist())]
+    runs = {
+        "pool first": {
+            t.number: sorted(t.pool.tolist(), key=lambda r: -relevant[r]) + outside[t.number]
+            for t in data
+        },
+        "outside first": {
+            t.number: outside[t.number] + sorted(t.pool.tolist(), key=lambda r: -relevant[r])
+            for t in data
+        },
+        "pool mixed": {t.number: t.pool.tolist() + outside[t.number] for t in data},
+    }
+    r = simulate.simulate(matrix, data, simulate.Settings(strategy="cal"), runs=runs)
+    assert r["curves"]["tau_human"][-1] == pytest.approx(1.0)
+    assert r["curves"]["tau_hybrid"][-1] == pytest.approx(1.0)
+    # against the full qrels the pool's blind spot shows: "outside first" wins there
+    assert r["curves"]["tau_full_human"][-1] < 1.0
+
+
 def test_rds_flags_topics_it_cannot_seed_and_skips_topics_without_relevant(collection):  # noqa: F811
     matrix, relevant = collection
     data = topics(matrix, relevant)

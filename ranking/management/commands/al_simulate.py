@@ -12,7 +12,11 @@ from ranking import active, pooling, simulate
 from ranking.runs import topic_key
 from ranking.services import collection_features, index_paths, relevance_qrels
 
-MEASURES = {"f1": "F1 of the labels", "recall": "recall of the labels", "tau": "Kendall tau (MAP)"}
+MEASURES = {
+    "f1": "F1 of the labels",
+    "recall": "recall of the labels",
+    "tau": "Kendall tau (MAP, qrels over the pool)",
+}
 
 
 class Command(BaseCommand):
@@ -120,6 +124,7 @@ class Command(BaseCommand):
                     f"{seed_mode:<4} {strategy:<4} topics {result['topics']:>3}  "
                     f"AUC F1 hybrid {a['f1_hybrid']:.3f} human {a['f1_human']:.3f}  "
                     f"tau hybrid {a['tau_hybrid']:.3f} human {a['tau_human']:.3f}  "
+                    f"(full qrels {a['tau_full_hybrid']:.3f} / {a['tau_full_human']:.3f})  "
                     f"F1>=0.9 at {result['f1_0.9_at']['hybrid']}%  ({result['seconds']} s)"
                 )
         out = opts["out"]
