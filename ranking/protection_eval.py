@@ -4,7 +4,10 @@ Five folds over topics: for fold i the test topics are fold i, the validation to
 i + 1, and the three others train the learned rankers. Every approach ranks every test
 topic once per classifier (the trained one, and an oracle that knows the true labels); each
 ranking is scored with nDCG@10, TERN@10 and SENS@10 (M = 0, 1, 3) and nCS-DCG@10 (Cs = 12).
-Paired t-tests compare every approach with the best one on nCS-DCG@10.
+Paired t-tests compare every approach with the best one on nCS-DCG@10, and with the trivial
+baseline that sorts the candidates by P(sensitive) alone on nCS-DCG@10 and nDCG@10: a
+result that baseline matches is the measure's, not the approach's (issue 15). Random order
+and BM25 post-filtered are reported beside them.
 """
 
 import math
@@ -26,7 +29,12 @@ APPROACHES = (
     "joint+static cutoff",
     "joint+dynamic cutoff",
     "joint+oracle cutoff",
+    # trivial baselines (issue 15): an approach they match has learned nothing they lack
+    "baseline: P(sensitive) sort",
+    "baseline: random order",
+    "baseline: bm25+post-filter",
 )
+BASELINE = "baseline: P(sensitive) sort"
 MEASURES = (
     "ndcg@10",
     "tern@10 M=0",
@@ -134,12 +142,36 @@ def run(
                 "joint+oracle cutoff": joint_ranked[
                     : protection.oracle_cutoff(joint_ranked, qj, prepared)
                 ],
+                # ascending P(sensitive), BM25 order among equals: relevance ignored
+                BASELINE: [bm25[x] for x in np.argsort(p[_positions(t, bm25)], kind="stable")],
+                "baseline: random order": [
+                    t.docids[x] for x in np.random.default_rng([seed, j]).permutation(len(t.docids))
+                ],
+                "baseline: bm25+post-filter": protection.post_filter(bm25, q, threshold),
             }
             for approach, ranking in rankings.items():
                 results[approach][t.qid] = score(ranking, t)
         if progress:
             progress(i + 1, len(folds), classifier)
     return results
+
+
+def _positions(t: Topic, docids: list[str]) -> np.ndarray:
+    where = {d: i for i, d in enumerate(t.docids)}
+    return np.array([where[d] for d in docids], dtype=np.int64)
+
+
+def _paired_p(results, a: str, b: str, measure: str = "ncs_dcg@10") -> float:
+    """Paired t-test of approaches ``a`` and ``b`` over the topics where both are defined."""
+    from scipy.stats import ttest_rel
+
+    pairs = [
+        (results[a][q][measure], results[b][q][measure])
+        for q in results[a]
+        if not math.isnan(results[a][q][measure]) and not math.isnan(results[b][q][measure])
+    ]
+    x, y = np.array([u for u, _ in pairs]), np.array([v for _, v in pairs])
+    return float(ttest_rel(x, y).pvalue) if len(pairs) > 1 and np.any(x != y) else 1.0
 
 
 def summary(results: dict[str, dict[str, dict[str, float]]]) -> dict:
@@ -182,4 +214,17 @@ def summary(results: dict[str, dict[str, dict[str, float]]]) -> dict:
         ]
         p = ttest_rel(a, b).pvalue if len(a) > 1 and np.any(np.array(a) != np.array(b)) else 1.0
         row["p vs best"] = float(p)
+    for approach, row in table.items():
+        # beside the P(sensitive) sort: on nCS-DCG and on nDCG, and whether it is ahead
+        row["vs baseline"] = (
+            None
+            if approach == BASELINE or BASELINE not in results
+            else {
+                m: {
+                    "difference": row[m] - table[BASELINE][m],
+                    "p": _paired_p(results, approach, BASELINE, m),
+                }
+                for m in ("ncs_dcg@10", "ndcg@10")
+            }
+        )
     return {"best": best, "table": table}

@@ -160,3 +160,11 @@ def test_the_harness_scores_every_approach_on_every_topic_once():
     assert table["ltr"]["ndcg@10"] > table["bm25"]["ndcg@10"]  # feature 0 beats noisy BM25
     assert summary["best"] in table and table[summary["best"]]["p vs best"] is None
     assert all(0 <= r["p vs best"] <= 1 for a, r in table.items() if a != summary["best"])
+    # The trivial baselines stand beside the approaches: sorting by the oracle's P(sensitive)
+    # alone shows nothing sensitive but ignores relevance, so a learned ranker must beat it
+    # on nDCG to have learned anything.
+    base = table[protection_eval.BASELINE]
+    assert base["tern +/0/-"][2] == 0 and base["vs baseline"] is None
+    assert table["post-filter"]["vs baseline"]["ndcg@10"]["difference"] > 0
+    assert table["post-filter"]["vs baseline"]["ndcg@10"]["p"] < 0.05
+    assert table["baseline: random order"]["ndcg@10"] < table["ltr"]["ndcg@10"]

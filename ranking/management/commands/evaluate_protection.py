@@ -139,7 +139,17 @@ class Command(BaseCommand):
         with open(out / "protection.csv", "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(
-                ["classifier", "approach", *protection_eval.MEASURES, "tern + / 0 / -", "p vs best"]
+                [
+                    "classifier",
+                    "approach",
+                    *protection_eval.MEASURES,
+                    "tern + / 0 / -",
+                    "p vs best",
+                    "ncs_dcg@10 - P-sort",
+                    "p vs P-sort (ncs_dcg@10)",
+                    "ndcg@10 - P-sort",
+                    "p vs P-sort (ndcg@10)",
+                ]
             )
             for name in ("trained", "oracle"):
                 for approach, row in report[name]["table"].items():
@@ -150,20 +160,29 @@ class Command(BaseCommand):
                             *(f"{row[m]:.4f}" for m in protection_eval.MEASURES),
                             "/".join(map(str, row["tern +/0/-"])),
                             row["p vs best"],
+                            *_versus(row["vs baseline"]),
                         ]
                     )
         self._plot(report, out / f"{collection.slug}-protection.png")
         for name in ("trained", "oracle"):
             self.stdout.write(f"\n{name} classifier (best on nCS-DCG@10: {report[name]['best']})")
             self.stdout.write(
-                f"{'approach':<21} {'nDCG':>6} {'TERN1':>6} {'SENS1':>6} {'nCSDCG':>6}  TERN+/0/- p"
+                f"{'approach':<28} {'nDCG':>6} {'TERN1':>6} {'SENS1':>6} {'nCSDCG':>6}  "
+                "TERN+/0/-  p vs best  vs P-sort: nCSDCG (p)  nDCG (p)"
             )
             for approach, row in report[name]["table"].items():
                 p = "" if row["p vs best"] is None else f"{row['p vs best']:.3g}"
+                versus = row["vs baseline"]
+                if versus is None:
+                    against = "(the baseline)"
+                else:
+                    n, d = versus["ncs_dcg@10"], versus["ndcg@10"]
+                    against = f"{n['difference']:+.3f} ({n['p']:.2g})  "
+                    against += f"{d['difference']:+.3f} ({d['p']:.2g})"
                 self.stdout.write(
-                    f"{approach:<22} {row['ndcg@10']:6.3f} {row['tern@10 M=1']:6.3f} "
+                    f"{approach:<28} {row['ndcg@10']:6.3f} {row['tern@10 M=1']:6.3f} "
                     f"{row['sens@10 M=1']:6.3f} {row['ncs_dcg@10']:6.3f}  "
-                    f"{'/'.join(map(str, row['tern +/0/-'])):<9}  {p}"
+                    f"{'/'.join(map(str, row['tern +/0/-'])):<9}  {p:<9}  {against}"
                 )
         self.stdout.write(
             f"\nwrote {out}/protection.csv, protection.json and a plot in {report['seconds']} s"
@@ -224,3 +243,11 @@ class Command(BaseCommand):
         fig.tight_layout()
         fig.savefig(path, dpi=110)
         plt.close(fig)
+
+
+def _versus(versus) -> list:
+    """The CSV cells of an approach against the P(sensitive) sort (blank for the baseline)."""
+    if versus is None:
+        return ["", "", "", ""]
+    n, d = versus["ncs_dcg@10"], versus["ndcg@10"]
+    return [f"{n['difference']:.4f}", n["p"], f"{d['difference']:.4f}", d["p"]]
