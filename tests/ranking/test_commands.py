@@ -53,6 +53,24 @@ def test_al_simulate_reads_the_imported_qrels_or_a_file_alike(mini, tmp_path):
         call_command("al_simulate", *common, "--qrels", str(tmp_path / "missing.txt"))
 
 
+def test_al_simulate_takes_a_list_of_topic_numbers(mini, tmp_path):
+    from annotate.models import Topic
+
+    numbers = sorted(mini.topics.values_list("number", flat=True), key=int)
+    chosen = numbers[1::2]
+    common = ["--collection", "mini", "--strategy", "cal", "--seed-mode", "is"]
+    out = tmp_path / "some"
+    call_command("al_simulate", *common, "--topic", ",".join(chosen), "--out", str(out))
+    result = json.loads((out / "al_simulate.json").read_text())["results"][0]
+    left_out = len(result["topics_without_relevant_in_pool"])
+    assert result["topics"] + left_out == len(chosen)
+    with pytest.raises(CommandError, match="no topic numbered 999"):
+        call_command("al_simulate", *common, "--topic", "999", "--out", str(out))
+    Topic.objects.create(collection=mini, number="998", title="unjudged")
+    with pytest.raises(CommandError, match="no reference qrels for topic 998"):
+        call_command("al_simulate", *common, "--topic", f"{chosen[0]},998", "--out", str(out))
+
+
 def test_evaluate_protection_names_what_is_wrong_with_its_labels(mini, tmp_path):
     with pytest.raises(CommandError, match="cannot read"):
         call_command(

@@ -48,6 +48,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--rds-max", type=int, default=25)
         parser.add_argument("--topics", type=int, help="only the first N topics (quick runs)")
+        parser.add_argument(
+            "--topic",
+            action="append",
+            metavar="NUMBER",
+            help="only these topics, by number (repeatable, or comma-separated: --topic 1,5,9)",
+        )
         parser.add_argument("--out", type=Path, default=Path("var/al_simulate"))
         parser.add_argument("--random-seed", type=int, default=0)
         parser.add_argument(
@@ -68,6 +74,16 @@ class Command(BaseCommand):
             (t for t in collection.topics.all() if t.number in grades),
             key=lambda t: topic_key(t.number),
         )
+        if opts["topic"]:
+            wanted = [n.strip() for arg in opts["topic"] for n in arg.split(",") if n.strip()]
+            known = {t.number for t in collection.topics.all()}
+            unknown = [n for n in wanted if n not in known]
+            if unknown:
+                raise CommandError(f"--topic: no topic numbered {', '.join(unknown)}")
+            without = [n for n in wanted if n not in grades]
+            if without:
+                raise CommandError(f"--topic: no reference qrels for topic {', '.join(without)}")
+            topics = [t for t in topics if t.number in set(wanted)]
         if opts["topics"]:
             topics = topics[: opts["topics"]]
         if not topics:
