@@ -55,6 +55,9 @@ class Settings:
     min_nonrelevant: int = 1
     rds_max: int = 25
     c: float = active.DEFAULT_C
+    # Rahman et al. (sec. 4): a topic whose judged pool holds fewer than 5 relevant documents
+    # would have been discarded at topic creation, and is left out of every experiment.
+    min_topic_relevant: int = IS_RELEVANT
 
 
 def seeds(topic: TopicData, settings: Settings) -> list[int] | None:
@@ -189,12 +192,17 @@ def simulate(matrix, topics: list[TopicData], settings: Settings, runs=None) -> 
 
     ``runs`` (``{system: {topic number: [rows best first]}}``) enables the Kendall tau curves.
     Topics with no relevant document in their pool are left out (F1 is undefined for them),
-    and so are topics RDS flags; both are counted in the result.
+    so are those with fewer than ``min_topic_relevant`` (the paper's protocol: 5) and topics
+    RDS flags; each is counted in the result.
     """
-    usable, flagged, empty = [], [], []
+    usable, flagged, empty, few = [], [], [], []
     for topic in topics:
-        if topic.truth(topic.pool).sum() == 0:
+        relevant = topic.truth(topic.pool).sum()
+        if relevant == 0:
             empty.append(topic.number)
+            continue
+        if relevant < settings.min_topic_relevant:
+            few.append(topic.number)
             continue
         seed_rows = seeds(topic, settings)
         if seed_rows is None:
@@ -245,6 +253,8 @@ def simulate(matrix, topics: list[TopicData], settings: Settings, runs=None) -> 
         "points": list(POINTS),
         "topics": len(usable),
         "topics_without_relevant_in_pool": empty,
+        "topics_with_too_few_relevant": few,
+        "min_topic_relevant": settings.min_topic_relevant,
         "topics_flagged_by_rds": flagged,
         "mean_seed_judgments": _mean([n for _t, _o, n in usable]),
         "mean_pool_size": _mean([len(t.pool) for t, _o, _n in usable]),

@@ -28,6 +28,7 @@ def mini(db):
 
 def test_al_simulate_reads_the_imported_qrels_or_a_file_alike(mini, tmp_path):
     common = ["--collection", "mini", "--strategy", "cal", "--seed-mode", "is"]
+    common += ["--min-topic-relevant", "1"]  # the mini topics have one to four relevant
     call_command("al_simulate", *common, "--out", str(tmp_path / "db"), stdout=None)
     call_command(
         "al_simulate",
@@ -59,6 +60,7 @@ def test_al_simulate_takes_a_list_of_topic_numbers(mini, tmp_path):
     numbers = sorted(mini.topics.values_list("number", flat=True), key=int)
     chosen = numbers[1::2]
     common = ["--collection", "mini", "--strategy", "cal", "--seed-mode", "is"]
+    common += ["--min-topic-relevant", "1"]  # the mini topics have one to four relevant
     out = tmp_path / "some"
     call_command("al_simulate", *common, "--topic", ",".join(chosen), "--out", str(out))
     result = json.loads((out / "al_simulate.json").read_text())["results"][0]

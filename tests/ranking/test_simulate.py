@@ -81,6 +81,17 @@ def test_rds_flags_topics_it_cannot_seed_and_skips_topics_without_relevant(colle
     assert r["topics"] == 2
 
 
+def test_topics_with_fewer_than_five_relevant_are_left_out_as_the_paper_does(collection):  # noqa: F811
+    matrix, relevant = collection
+    data = topics(matrix, relevant)
+    few = sorted(data[2].grades)[:3]
+    data[2].grades = dict.fromkeys(few, 2)  # three relevant in its pool
+    r = simulate.simulate(matrix, data, simulate.Settings())
+    assert r["topics_with_too_few_relevant"] == ["3"] and r["topics"] == 3
+    kept = simulate.simulate(matrix, data, simulate.Settings(min_topic_relevant=1))
+    assert kept["topics_with_too_few_relevant"] == [] and kept["topics"] == 4
+
+
 def test_average_precision_and_auc_follow_their_definitions():
     assert simulate.average_precision([3, 1, 2], {1, 2}) == pytest.approx((1 / 2 + 2 / 3) / 2)
     assert simulate.average_precision([1], set()) == 0.0

@@ -59,6 +59,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--c", type=float, default=1.0, help="inverse regularisation strength of the classifier"
         )
+        parser.add_argument(
+            "--min-topic-relevant",
+            type=int,
+            default=simulate.IS_RELEVANT,
+            help="leave out topics whose pool holds fewer relevant documents (Rahman et al.: 5; "
+            "1 keeps every topic with any)",
+        )
 
     def handle(self, *args, **opts):
         collection = command_collection(opts["collection"], indexed=True)
@@ -130,6 +137,7 @@ class Command(BaseCommand):
                         random_seed=opts["random_seed"],
                         rds_max=opts["rds_max"],
                         c=opts["c"],
+                        min_topic_relevant=opts["min_topic_relevant"],
                     ),
                     runs=run_rows,
                 )
@@ -137,7 +145,9 @@ class Command(BaseCommand):
                 results.append(result)
                 a = result["auc"]
                 self.stdout.write(
-                    f"{seed_mode:<4} {strategy:<4} topics {result['topics']:>3}  "
+                    f"{seed_mode:<4} {strategy:<4} topics {result['topics']:>3} "
+                    f"(< {opts['min_topic_relevant']} relevant: "
+                    f"{len(result['topics_with_too_few_relevant'])})  "
                     f"AUC F1 hybrid {a['f1_hybrid']:.3f} human {a['f1_human']:.3f}  "
                     f"tau hybrid {a['tau_hybrid']:.3f} human {a['tau_human']:.3f}  "
                     f"(full qrels {a['tau_full_hybrid']:.3f} / {a['tau_full_human']:.3f})  "
