@@ -106,6 +106,12 @@ class Postings:
             docids = []
         return cls(docids, terms, counts, np.load(path / "lengths.npy"))
 
+    def column(self, term: str) -> int | None:
+        """The column of an analysed term, or None (the term map is built on first use)."""
+        if not hasattr(self, "_columns"):
+            self._columns = {t: j for j, t in enumerate(self.terms.tolist())}
+        return self._columns.get(term)
+
     def rows(self, docids) -> np.ndarray:
         """Row numbers of ``docids`` (those in the postings), sorted."""
         where = {d: i for i, d in enumerate(self.docids)}
@@ -183,6 +189,7 @@ class VisibleIndex:
         cache = np.float32(1) / (K1 * ((np.float32(1) - B) + B * LENGTH_TABLE / self.avgdl)).astype(
             np.float32
         )
+        self.norm_cache = cache
         self.norm_inverse = cache[norms].astype(np.float32)  # per visible document
 
     def __len__(self) -> int:
@@ -224,6 +231,31 @@ class VisibleIndex:
             Hit(self.docids[found[i]], float(s))
             for i, s in zip(order, _adjust_ties(final[order]), strict=True)
         ]
+
+
+def outside_scores(view: VisibleIndex, postings: Postings, rows, terms: list[str]) -> np.ndarray:
+    """BM25 of documents outside the view (``rows`` of ``postings``) for analysed query
+    ``terms``, each under the view's statistics: the visible documents' number, document
+    frequencies (0 for a term no visible document holds) and average length. Each score is a
+    function of that document and the visible set alone, whatever else is hidden."""
+    rows = np.asarray(rows, dtype=np.int64)
+    scores = np.zeros(len(rows), dtype=np.float32)
+    if not len(rows):
+        return scores
+    sub = postings.counts[rows]
+    norms = np.array([encode_length(int(n)) for n in postings.lengths[rows]], dtype=np.uint8)
+    norm_inverse = view.norm_cache[norms].astype(np.float32)
+    for term, boost in Counter(terms).items():
+        col = postings.column(term)
+        if col is None:
+            continue
+        freq = np.asarray(sub[:, col].todense(), dtype=np.float32).ravel()
+        held = freq > 0
+        visible_col = view.vocabulary.get(term)
+        df = view.df[visible_col] if visible_col is not None else 0
+        weight = np.float32(boost) * view.idf(df)
+        scores[held] += weight - weight / (np.float32(1) + freq[held] * norm_inverse[held])
+    return scores
 
 
 def _adjust_ties(scores: np.ndarray) -> list[np.float32]:

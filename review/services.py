@@ -10,19 +10,20 @@ the same transaction (G9).
 """
 
 import logging
+import math
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
+import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
 from annotate.models import Collection, Document, Persona, SensitivityModel
-from review import routing, visibility
+from review import visibility
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
 
 logger = logging.getLogger(__name__)
-CANDIDATES = 100
 
 
 class NotPublished(Exception):
@@ -168,34 +169,70 @@ def _queue_review_requests(search_id: int) -> None:
 
 
 def review_requests_create(*, search_id: int) -> int:
-    """Ask the archivist about the uncertain documents a search would have surfaced: rank
-    the whole index (Lucene's top CANDIDATES), route it as a searcher's results are routed
-    and record a request per document in the band among the first ``review_k`` (run by the
-    worker after the searcher's response; idempotent). Returns the requests made."""
-    from ranking.services import collection_ranked_documents
+    """Ask the archivist about the uncertain documents a search would have surfaced (run by
+    the worker after the searcher's response; idempotent). Returns the requests made.
+
+    A document inside the band (or without a score) and without a decision in force is asked
+    about when, scored under the visible set's statistics (``ranking.visible.outside_scores``),
+    it would rank among the first ``review_k`` of the searcher's visible ranking; its rank is
+    its place there. Whether a document is asked about, and where a release appears, is then
+    a function of that document and the visible set alone: no other hidden document (withheld,
+    predicted sensitive, or another uncertain one) can push it out, so a release tells the
+    searcher nothing about them (issue 14). At most ``review_k`` are asked per search (the
+    best scoring of those that qualify), and with ``most_uncertain`` set the n nearest
+    P = 0.5 of those: choices among pending uncertain documents only (docs/protection.md)."""
+    from ranking import lucene
+    from ranking.visible import outside_scores
 
     search = SearchLog.objects.select_related("collection", "persona").get(pk=search_id)
     if ReviewRequest.objects.filter(search=search).exists():
         return 0
     collection, persona = search.collection, search.persona
-    publication = Publication.objects.filter(collection=collection, persona=persona).first()
+    publication = (
+        Publication.objects.filter(collection=collection, persona=persona)
+        .select_related("collection", "persona")
+        .first()
+    )
     if publication is None or collection.indexed_version is None:
         return 0
-    ranked = collection_ranked_documents(
-        collection=collection, query=search.query, documents=Document.objects.all(), k=CANDIDATES
-    )
+    view = visibility.view(publication)
+    terms = lucene.analyze(" ".join(search.query.split()))
+    k = publication.review_k
+    hits = view.index.search(terms, k)
+    floor = hits[-1].score if len(hits) >= k else -math.inf
+    postings = view.postings
+    cols = [c for c in (postings.column(t) for t in set(terms)) if c is not None]
+    if not cols:
+        return 0
+    matching = np.unique(postings.counts[:, cols].tocoo().row)
     p, _version = sensitivity_scores(collection=collection, persona=persona)
     released, withheld = visibility.decided(publication=publication, today=timezone.localdate())
-    decided = {pk: routing.RELEASED for pk in released} | {pk: routing.WITHHELD for pk in withheld}
-    where = routing.split(
-        [d.pk for d, _s in ranked],
-        {d.pk: p[d.docid] for d, _s in ranked if d.docid in p},
-        decided,
-        band_low=publication.band_low,
-        band_high=publication.band_high,
-        k=publication.review_k,
-        most_uncertain=publication.most_uncertain,
+    pks = dict(
+        Document.objects.filter(
+            collection=collection, docid__in=[postings.docids[r] for r in matching.tolist()]
+        ).values_list("docid", "pk")
     )
+
+    def uncertain(docid: str) -> bool:
+        pk = pks.get(docid)
+        if pk is None or pk in released or pk in withheld:
+            return False
+        return docid not in p or publication.band_low <= p[docid] < publication.band_high
+
+    rows = [r for r in matching.tolist() if uncertain(postings.docids[r])]
+    scores = outside_scores(view.index, postings, rows, terms)
+    qualified = []
+    for row, score in zip(rows, scores.tolist(), strict=True):
+        if score > 0 and score > floor:
+            qualified.append((-score, postings.docids[row]))
+    # at most k per search (the archivist's effort): the k best of those that qualify
+    asked = sorted(
+        (sum(1 for h in hits if h.score > -negative), docid)
+        for negative, docid in sorted(qualified)[:k]
+    )
+    if publication.most_uncertain is not None and len(asked) > publication.most_uncertain:
+        nearest = sorted(asked, key=lambda a: (abs(p.get(a[1], 0.5) - 0.5), a))
+        asked = sorted(nearest[: publication.most_uncertain])
     now = timezone.now()
     with transaction.atomic():
         SearchLog.objects.select_for_update().get(pk=search.pk)
@@ -205,13 +242,13 @@ def review_requests_create(*, search_id: int) -> int:
             [
                 ReviewRequest(
                     search=search,
-                    document=ranked[i][0],
+                    document_id=pks[docid],
                     persona=persona,
-                    rank=i,
-                    p_sensitive=p.get(ranked[i][0].docid, 0.5),
+                    rank=rank,
+                    p_sensitive=p.get(docid, 0.5),
                     requested_at=now,
                 )
-                for i in where.review
+                for rank, docid in asked
             ]
         )
     return len(made)
@@ -231,13 +268,15 @@ def search_results(*, user, collection: Collection, search_id: int) -> SearchOut
 
 
 def released_for(*, user, search: SearchLog, already: set[int]) -> list[tuple[Document, float]]:
-    """Documents of this search that an archivist released since, with the seconds the
-    searcher waited; each is logged as shown (G9). ``already``: ids the page holds."""
+    """Documents of this search that an archivist released since (and not withheld again),
+    with the seconds the searcher waited, in the order of their places; ``already``: ids the
+    page shows among its first results. The page polls and replaces its released list with
+    this, so a reload shows them too; each is logged as shown once per search (G9)."""
     requests = (
         ReviewRequest.objects.filter(search=search, status=ReviewRequest.Status.RELEASED)
         .exclude(document_id__in=already)
         .select_related("document")
-        .order_by("rank")
+        .order_by("rank", "document__docid")
     )
     decisions = current_decisions(
         persona=search.persona, document_ids=[r.document_id for r in requests]
@@ -248,14 +287,22 @@ def released_for(*, user, search: SearchLog, already: set[int]) -> list[tuple[Do
         if decision is None or decision.kind != Decision.Kind.RELEASE:
             continue  # reopened or withheld since
         out.append((r.document, (r.decided_at - r.requested_at).total_seconds()))
-    if out:
+    logged = {
+        pk
+        for shown in AuditEvent.objects.filter(
+            action="shown-after-review", user=user, detail__search=search.pk
+        ).values_list("detail__shown", flat=True)
+        for pk in shown or []
+    }
+    new = [d.pk for d, _w in out if d.pk not in logged]
+    if new:
         with transaction.atomic():
             audit(
                 user=user,
                 action="shown-after-review",
                 collection=search.collection,
                 search=search.pk,
-                shown=[d.pk for d, _w in out],
+                shown=new,
             )
     return out
 
@@ -268,13 +315,16 @@ def searcher_document(*, user, collection: Collection, document_id: int) -> Docu
         publication = _publication(collection)
     except NotPublished:
         return None
+    # The same work whether or not the id exists: the view is read first, every time (a
+    # searcher timing 404s must not learn which ids exist, hidden ones included).
+    view = visibility.view(publication)
     doc = Document.objects.filter(pk=document_id, collection=collection).first()
     searches = SearchLog.objects.filter(searcher=user, collection=collection)
     shown = any(document_id in s for s in searches.values_list("shown", flat=True).iterator())
     released = ReviewRequest.objects.filter(
         search__in=searches, document_id=document_id, status=ReviewRequest.Status.RELEASED
     ).exists()
-    visible = doc is not None and doc.docid in visibility.view(publication).docids
+    visible = doc is not None and doc.docid in view.docids
     if not ((shown or released) and visible):
         return None
     with transaction.atomic():

@@ -36,6 +36,7 @@ class VisibleView:
     key: tuple
     index: VisibleIndex
     docids: frozenset[str]
+    postings: Postings  # the whole index version's, for the archivist's requests
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The top ``k`` visible documents for a searcher's query, best first."""
@@ -127,7 +128,7 @@ def view(publication: Publication) -> VisibleView:
     docids = visible_docids(publication=publication, p=p, today=key[-1])
     rows = postings.rows(docids)  # documents imported after the index version: not yet
     shown = frozenset(postings.docids[r] for r in rows.tolist())
-    fresh = VisibleView(key, VisibleIndex(postings, rows), shown)
+    fresh = VisibleView(key, VisibleIndex(postings, rows), shown, postings)
     with _lock:
         _views[publication.pk] = fresh
     return fresh
