@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.db import transaction
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotate import roles
@@ -59,6 +60,7 @@ def search(request, slug):
     )
 
 
+@never_cache  # what a searcher was shown stays out of shared caches
 @require_safe
 @searcher_required
 def results(request, slug, search_id):
@@ -77,6 +79,7 @@ def results(request, slug, search_id):
     )
 
 
+@never_cache  # what a searcher was shown stays out of shared caches
 @require_safe
 @searcher_required
 def released(request, slug, search_id):
@@ -93,6 +96,7 @@ def released(request, slug, search_id):
     )
 
 
+@never_cache  # what a searcher was shown stays out of shared caches
 @require_safe
 @searcher_required
 def document(request, slug, pk):
