@@ -55,7 +55,7 @@ class Settings:
     min_nonrelevant: int = 1
     rds_max: int = 25
     c: float = active.DEFAULT_C
-    # Rahman et al. (sec. 4): a topic whose judged pool holds fewer than 5 relevant documents
+    # Rahman et al. (sec. 4): a topic with fewer than 5 relevant documents (in its qrels)
     # would have been discarded at topic creation, and is left out of every experiment.
     min_topic_relevant: int = IS_RELEVANT
 
@@ -192,17 +192,17 @@ def simulate(matrix, topics: list[TopicData], settings: Settings, runs=None) -> 
 
     ``runs`` (``{system: {topic number: [rows best first]}}``) enables the Kendall tau curves.
     Topics with no relevant document in their pool are left out (F1 is undefined for them),
-    so are those with fewer than ``min_topic_relevant`` (the paper's protocol: 5) and topics
+    so are those with fewer than ``min_topic_relevant`` relevant in their qrels (the paper's
+    protocol: 5) and topics
     RDS flags; each is counted in the result.
     """
     usable, flagged, empty, few = [], [], [], []
     for topic in topics:
-        relevant = topic.truth(topic.pool).sum()
-        if relevant == 0:
-            empty.append(topic.number)
-            continue
-        if relevant < settings.min_topic_relevant:
+        if sum(g >= 1 for g in topic.grades.values()) < settings.min_topic_relevant:
             few.append(topic.number)
+            continue
+        if topic.truth(topic.pool).sum() == 0:
+            empty.append(topic.number)
             continue
         seed_rows = seeds(topic, settings)
         if seed_rows is None:

@@ -74,7 +74,7 @@ def test_rds_flags_topics_it_cannot_seed_and_skips_topics_without_relevant(colle
     matrix, relevant = collection
     data = topics(matrix, relevant)
     data[0].ranking = [int(r) for r in data[0].pool if not relevant[r]][:30]  # no relevant
-    data[1].grades = {}  # nothing relevant in its pool
+    data[1].grades = dict(data[3].grades)  # relevant documents, none of them in its pool
     r = simulate.simulate(matrix, data, simulate.Settings(seed_mode="rds", rds_max=25))
     assert r["topics_flagged_by_rds"] == ["1"]
     assert r["topics_without_relevant_in_pool"] == ["2"]
@@ -85,7 +85,7 @@ def test_topics_with_fewer_than_five_relevant_are_left_out_as_the_paper_does(col
     matrix, relevant = collection
     data = topics(matrix, relevant)
     few = sorted(data[2].grades)[:3]
-    data[2].grades = dict.fromkeys(few, 2)  # three relevant in its pool
+    data[2].grades = dict.fromkeys(few, 2)  # three relevant in its qrels
     r = simulate.simulate(matrix, data, simulate.Settings())
     assert r["topics_with_too_few_relevant"] == ["3"] and r["topics"] == 3
     kept = simulate.simulate(matrix, data, simulate.Settings(min_topic_relevant=1))

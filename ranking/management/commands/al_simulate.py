@@ -63,8 +63,8 @@ class Command(BaseCommand):
             "--min-topic-relevant",
             type=int,
             default=simulate.IS_RELEVANT,
-            help="leave out topics whose pool holds fewer relevant documents (Rahman et al.: 5; "
-            "1 keeps every topic with any)",
+            help="leave out topics with fewer relevant documents in their qrels (Rahman et al.: "
+            "5; 1 keeps every topic with any)",
         )
 
     def handle(self, *args, **opts):
