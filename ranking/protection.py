@@ -288,12 +288,14 @@ def dynamic_cutoff(query: Query, threshold: float, *, limit: int = 10) -> int:
 
 
 def oracle_cutoff(ranking: list[str], query: Query, prepared: Prepared) -> int:
-    """The k (0 to K) whose truncated ranking scores best on the true labels."""
+    """The k (0 to K) whose truncated ranking scores best on the true labels; of tied k the
+    largest (sec. 6.4.3: "the largest cutoff where the score is maximized")."""
     index = {d: i for i, d in enumerate(query.docids)}
     order = np.array([index[d] for d in ranking], dtype=int)
     scores = [prepared.value(order[:k]) for k in range(prepared.k + 1)]
     scores = [(-math.inf if math.isnan(v) else v) for v in scores]
-    return int(np.argmax(scores))
+    best = max(scores)
+    return max(k for k, v in enumerate(scores) if math.isclose(v, best, abs_tol=1e-12))
 
 
 def static_cutoff(rankings: list[tuple[list[str], Query, Prepared]], *, limit: int = 10) -> int:

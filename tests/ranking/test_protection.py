@@ -112,6 +112,8 @@ def test_cutoffs():
     assert protection.dynamic_cutoff(q, 0.5, limit=10) == 5  # floor(10 * (1 - 2/4))
     prepared = protection.Prepared(q, "ncs_dcg", k=4)
     assert protection.oracle_cutoff(["d0", "d1", "d2", "d3"], q, prepared) == 1
+    # ties: d3 (safe, not relevant) adds nothing, so 1 and 2 tie; the largest is taken
+    assert protection.oracle_cutoff(["d0", "d3", "d1", "d2"], q, prepared) == 2
     validation = [(["d0", "d2", "d1", "d3"], q, prepared)]
     assert protection.static_cutoff(validation, limit=4) == 2
 
