@@ -1,7 +1,8 @@
 """The protection evaluation harness (DOMAIN.md section 8), pure: no Django.
 
 Five folds over topics: for fold i the test topics are fold i, the validation topics fold
-i + 1, and the three others train the learned rankers. Every approach ranks every test
+i + 1 (which pick each ranker's restart and the static cutoff), and the three others train
+the learned rankers. Every approach ranks every test
 topic once per classifier (the trained one, and an oracle that knows the true labels); each
 ranking is scored with nDCG@10, TERN@10 and SENS@10 (M = 0, 1, 3) and nCS-DCG@10 (Cs = 12).
 Paired t-tests compare every approach with the best one on nCS-DCG@10, and with the trivial
@@ -104,14 +105,25 @@ def run(
         train = [j for f in folds if f is not test and f is not valid for j in f]
         plain = [_query(topics[j], p_sensitive[topics[j].qid], with_p=False) for j in train]
         joint_q = [_query(topics[j], p_sensitive[topics[j].qid], with_p=True) for j in train]
-        ltr, _ = protection.coordinate_ascent(plain, "ndcg", **ca)
+        # every ranker keeps the restart that is best on the validation fold (sec. 5.2)
+        held = [_query(topics[j], p_sensitive[topics[j].qid], with_p=False) for j in valid]
+        held_joint = [_query(topics[j], p_sensitive[topics[j].qid], with_p=True) for j in valid]
+        ltr, _ = protection.coordinate_ascent(plain, "ndcg", validation=held, **ca)
         pre, _ = protection.coordinate_ascent(
-            [protection.without_sensitive(q) for q in plain], "ndcg", **ca
+            [protection.without_sensitive(q) for q in plain],
+            "ndcg",
+            validation=[protection.without_sensitive(q) for q in held],
+            **ca,
         )
         demote, _ = protection.coordinate_ascent(
-            [protection.demoted(q) for q in plain], "ndcg", **ca
+            [protection.demoted(q) for q in plain],
+            "ndcg",
+            validation=[protection.demoted(q) for q in held],
+            **ca,
         )
-        joint, _ = protection.coordinate_ascent(joint_q, joint_objective, **ca)
+        joint, _ = protection.coordinate_ascent(
+            joint_q, joint_objective, validation=held_joint, **ca
+        )
         validation = []
         for j in valid:
             q = _query(topics[j], p_sensitive[topics[j].qid], with_p=True)

@@ -87,6 +87,24 @@ def test_restarts_in_processes_give_what_one_process_gives():
     assert one[1] == two[1] and np.allclose(one[0].weights, two[0].weights)
 
 
+def test_the_restart_kept_is_the_best_on_the_validation_queries():
+    # Feature 0 orders relevance in training, feature 1 in validation; with no ascent
+    # (iterations=0) each restart is its starting point, so the choice alone is tested.
+    def two_features(flip: bool, qid: str):
+        grades = [0, 0, 1, 2]  # equal weights tie everything: the worst order, by docid
+        good = np.array([0.0, 1.0, 2.0, 3.0])
+        features = np.column_stack([good[::-1], good] if flip else [good, good[::-1]])
+        return query(grades, [False] * 4, features=features, qid=qid)
+
+    train = [two_features(False, "t")]
+    valid = [two_features(True, "v")]
+    common = dict(k=4, restarts=8, iterations=0, seed=1)
+    on_train, _ = protection.coordinate_ascent(train, "ndcg", **common)
+    on_valid, _ = protection.coordinate_ascent(train, "ndcg", validation=valid, **common)
+    assert on_train.weights[0] > on_train.weights[1]
+    assert on_valid.weights[1] > on_valid.weights[0]
+
+
 def test_filters_demotion_and_training_sets():
     q = query([2, 1, 0, 2], [True, False, False, False], p=np.array([0.9, 0.6, 0.1, 0.2]))
     assert protection.post_filter(["d0", "d1", "d2", "d3"], q, 0.5) == ["d2", "d3"]
