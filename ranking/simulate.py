@@ -12,13 +12,22 @@ At 0%, 10%, ..., 100% of the pool judged, with B the number of judgments at that
 - human-only labels: the first B judged documents as judged, every other pool document
   non-relevant;
 - hybrid labels: the same B, the rest labelled by a classifier trained on those B
-  (non-relevant while they hold a single class);
+  (non-relevant while they hold a single class): by default the selection classifier itself,
+  as Rahman et al. do; ``labeller="presumed"`` adds sasc's presumed non-relevant sample
+  (``active.train_labeller``);
 
 and F1 / recall of each against the reference over the pool (mean over topics), and the
-Kendall tau between the systems ranked by MAP under the reference qrels over the same pool
-and under the constructed ones (1 at 100% judged), and the same against the full reference
-qrels (``tau_full``: what the pool misses counts too). Areas under the curves by the
-trapezoid rule over the fraction judged.
+Kendall tau between the systems ranked under the reference qrels over the same pool and
+under the constructed ones (1 at 100% judged), and the same against the full reference
+qrels (``tau_full``: what the pool misses counts too). Systems are ranked by MAP (``tau``)
+and by infAP (``tau_infap``, the paper's measure: in human-only qrels the unjudged pool
+documents are pooled-but-unjudged, so infAP infers their share instead of counting them
+non-relevant as MAP does). Areas under the curves by the trapezoid rule over the fraction
+judged.
+
+The defaults are the paper's protocol (``Settings``): IS seeds, batches of 10% of the pool,
+lambda = 1e-8 (``PAPER_C`` = 1 / lambda), machine labels from the selection classifier,
+topics with fewer than 5 relevant documents left out. Every deviation is a named setting.
 """
 
 import math
@@ -30,6 +39,12 @@ from ranking import active
 
 POINTS = tuple(range(0, 101, 10))
 IS_RELEVANT = IS_NONRELEVANT = 5
+# Rahman et al. (sec. 3.1): "We set lambda = 10^-8 in all reported experiments"; scikit-learn's
+# C is the inverse of the regularisation strength.
+PAPER_C = 1e8
+LABELLERS = ("selection", "presumed")
+INFAP_EPSILON = 1e-5  # trec_eval's
+UNJUDGED = -1  # a pooled document left unjudged (trec_eval's qrels convention)
 
 
 @dataclass
@@ -54,7 +69,10 @@ class Settings:
     min_relevant: int = 1
     min_nonrelevant: int = 1
     rds_max: int = 25
-    c: float = active.DEFAULT_C
+    c: float = PAPER_C
+    # "selection": machine labels from the classifier that picks the batches (the paper);
+    # "presumed": sasc's labeller, which adds presumed non-relevant documents (AutoTAR)
+    labeller: str = "selection"
     # Rahman et al. (sec. 4): a topic with fewer than 5 relevant documents (in its qrels)
     # would have been discarded at topic creation, and is left out of every experiment.
     min_topic_relevant: int = IS_RELEVANT
@@ -126,10 +144,11 @@ def labels_at(matrix, topic: TopicData, judged: list[int], settings: Settings):
         if row in position:
             human[position[row]] = label
     hybrid = human.copy()
+    if settings.labeller not in LABELLERS:
+        raise ValueError(f"unknown labeller {settings.labeller!r}; use {' or '.join(LABELLERS)}")
+    train = active.train_labeller if settings.labeller == "presumed" else _selection_model
     try:
-        model = active.train_labeller(
-            matrix, judged, truth, pool, seed=settings.random_seed, c=settings.c
-        )
+        model = train(matrix, judged, truth, pool, seed=settings.random_seed, c=settings.c)
     except active.NotTrainable:
         return human, hybrid
     seen = set(judged)
@@ -138,6 +157,10 @@ def labels_at(matrix, topic: TopicData, judged: list[int], settings: Settings):
         p = model.probabilities(matrix, pool[unjudged])
         hybrid[unjudged] = (p >= 0.5).astype(int)
     return human, hybrid
+
+
+def _selection_model(matrix, rows, labels, _candidates, *, seed, c):
+    return active.train(matrix, rows, labels, seed=seed, c=c)
 
 
 def f1_recall(labels: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
@@ -161,10 +184,54 @@ def average_precision(ranking: list[int], relevant: set[int]) -> float:
     return total / len(relevant)
 
 
+def inferred_ap(ranking: list[int], qrels: dict[int, int]) -> float:
+    """infAP (Yilmaz and Aslam 2006) as trec_eval computes it.
+
+    ``qrels``: document -> grade (>= 1 relevant, 0 not) or ``UNJUDGED`` (-1: pooled but not
+    judged). A document missing from ``qrels`` is outside the pool and counts as
+    non-relevant; at a relevant document at 0-based rank j the expected precision above it
+    is 1/(j+1) + j/(j+1) * (pooled above)/j * (relevant above + eps)/(judged above + 2 eps).
+    With every pooled document judged, infAP is AP."""
+    relevant_total = sum(1 for g in qrels.values() if g >= 1)
+    if not relevant_total:
+        return 0.0
+    rel = non = unjudged = 0
+    total = 0.0
+    for j, doc in enumerate(ranking):
+        grade = qrels.get(doc)
+        if grade is None:
+            continue
+        if grade == UNJUDGED:
+            unjudged += 1
+            continue
+        if grade < 1:
+            non += 1
+            continue
+        if j == 0:
+            total += 1.0
+        else:
+            above = rel + non + unjudged
+            total += 1 / (j + 1) + (j / (j + 1)) * (above / j) * (
+                (rel + INFAP_EPSILON) / (rel + non + 2 * INFAP_EPSILON)
+            )
+        rel += 1
+    return total / relevant_total
+
+
 def mean_ap(runs: dict[str, dict[str, list[int]]], qrels: dict[str, set[int]]) -> dict[str, float]:
     """MAP of every system over the topics of ``qrels``."""
     return {
         name: float(np.mean([average_precision(run.get(t, []), rel) for t, rel in qrels.items()]))
+        for name, run in runs.items()
+    }
+
+
+def mean_infap(
+    runs: dict[str, dict[str, list[int]]], qrels: dict[str, dict[int, int]]
+) -> dict[str, float]:
+    """Mean infAP of every system over the topics of ``qrels`` (document -> grade or -1)."""
+    return {
+        name: float(np.mean([inferred_ap(run.get(t, []), q) for t, q in qrels.items()]))
         for name, run in runs.items()
     }
 
@@ -209,22 +276,24 @@ def simulate(matrix, topics: list[TopicData], settings: Settings, runs=None) -> 
             flagged.append(topic.number)
             continue
         usable.append((topic, judging_order(matrix, topic, settings, seed_rows), len(seed_rows)))
-    measures = ("f1", "recall", "tau", "tau_full")
+    measures = ("f1", "recall", "tau", "tau_full", "tau_infap", "tau_full_infap")
     curves = {f"{m}_{k}": [] for m in measures for k in ("hybrid", "human")}
-    reference_map = full_map = None
+    references = {}
     if runs:
         # Like with like: the constructed qrels label the pool only, so the systems are
         # ranked against the reference qrels over the same pool (tau reaches 1 at 100%
-        # judged); ``tau_full`` ranks them against every judged relevant document as well.
-        pool_reference = {
-            t.number: {int(r) for r in t.pool if t.grades.get(int(r), 0) >= 1}
+        # judged); ``tau_full`` ranks them against every judged document as well.
+        pool_grades = {
+            t.number: {int(r): int(t.grades.get(int(r), 0)) for r in t.pool}
             for t, _order, _n in usable
         }
-        full_reference = {
-            t.number: {r for r, g in t.grades.items() if g >= 1} for t, _order, _n in usable
+        full_grades = {t.number: dict(t.grades) for t, _order, _n in usable}
+        references = {
+            "tau": mean_ap(runs, _relevant(pool_grades)),
+            "tau_full": mean_ap(runs, _relevant(full_grades)),
+            "tau_infap": mean_infap(runs, pool_grades),
+            "tau_full_infap": mean_infap(runs, full_grades),
         }
-        reference_map = mean_ap(runs, pool_reference)
-        full_map = mean_ap(runs, full_reference)
     for point in POINTS:
         f1s = {"hybrid": [], "human": []}
         recalls = {"hybrid": [], "human": []}
@@ -233,17 +302,25 @@ def simulate(matrix, topics: list[TopicData], settings: Settings, runs=None) -> 
             judged = order[: round(point / 100 * len(topic.pool))]
             truth = topic.truth(topic.pool)
             human, hybrid = labels_at(matrix, topic, judged, settings)
+            seen = set(judged)
             for kind, labels in (("human", human), ("hybrid", hybrid)):
                 f1, recall = f1_recall(labels, truth)
                 f1s[kind].append(f1)
                 recalls[kind].append(recall)
-                qrels[kind][topic.number] = {int(r) for r in topic.pool[labels == 1]}
+                qrels[kind][topic.number] = {
+                    int(r): (UNJUDGED if kind == "human" and int(r) not in seen else int(label))
+                    for r, label in zip(topic.pool, labels, strict=True)
+                }
         for kind in ("hybrid", "human"):
             curves[f"f1_{kind}"].append(_mean(f1s[kind]))
             curves[f"recall_{kind}"].append(_mean(recalls[kind]))
-            constructed = mean_ap(runs, qrels[kind]) if runs else None
-            for name, reference in (("tau", reference_map), ("tau_full", full_map)):
-                tau = kendall_tau(reference, constructed) if runs else float("nan")
+            constructed = {}
+            if runs:
+                constructed["map"] = mean_ap(runs, _relevant(qrels[kind]))
+                constructed["infap"] = mean_infap(runs, qrels[kind])
+            for name in ("tau", "tau_full", "tau_infap", "tau_full_infap"):
+                measure = "infap" if name.endswith("infap") else "map"
+                tau = kendall_tau(references[name], constructed[measure]) if runs else float("nan")
                 curves[f"{name}_{kind}"].append(tau)
     return {
         "strategy": settings.strategy,
@@ -255,6 +332,8 @@ def simulate(matrix, topics: list[TopicData], settings: Settings, runs=None) -> 
         "topics_without_relevant_in_pool": empty,
         "topics_with_too_few_relevant": few,
         "min_topic_relevant": settings.min_topic_relevant,
+        "c": settings.c,
+        "labeller": settings.labeller,
         "topics_flagged_by_rds": flagged,
         "mean_seed_judgments": _mean([n for _t, _o, n in usable]),
         "mean_pool_size": _mean([len(t.pool) for t, _o, _n in usable]),
@@ -267,6 +346,10 @@ def simulate(matrix, topics: list[TopicData], settings: Settings, runs=None) -> 
             for kind in ("hybrid", "human")
         },
     }
+
+
+def _relevant(grades: dict[str, dict[int, int]]) -> dict[str, set[int]]:
+    return {t: {r for r, g in q.items() if g >= 1} for t, q in grades.items()}
 
 
 def _mean(values) -> float:

@@ -49,7 +49,9 @@ def test_al_simulate_reads_the_imported_qrels_or_a_file_alike(mini, tmp_path):
         "mini-f1.png",
         "mini-recall.png",
         "mini-tau.png",
+        "mini-tau_infap.png",
     ]
+    assert (db["c"], db["labeller"]) == (1e8, "selection")  # Rahman et al.'s protocol
     with pytest.raises(CommandError, match="cannot read"):
         call_command("al_simulate", *common, "--qrels", str(tmp_path / "missing.txt"))
 
@@ -84,3 +86,20 @@ def test_evaluate_protection_names_what_is_wrong_with_its_labels(mini, tmp_path)
         call_command("evaluate_protection", "--collection", "mini", "--sensitivity", str(bad))
     with pytest.raises(CommandError, match="no persona 'Nobody'"):
         call_command("evaluate_protection", "--collection", "mini", "--persona", "Nobody")
+    for value, message in (
+        ("bibliography", "write FIELD=REGEX"),
+        ("bibliography=(", "not a regular expression"),
+        ("nothing=x", "no document of 'mini' has metadata field 'nothing'"),
+    ):
+        with pytest.raises(CommandError, match=message.replace("(", r"\(")):
+            call_command("evaluate_protection", "--collection", "mini", "--metadata", value)
+
+
+def test_metadata_surrogate_labels_only_documents_with_the_field(mini):
+    from ranking.classifier import metadata_labels
+
+    labels = metadata_labels(collection=mini, match="bibliography=^cacm")
+    by_docid = {mini.documents.get(pk=pk).docid: v for pk, v in labels.items()}
+    assert by_docid["1"] == 1  # "CACM March, 1962"
+    assert "2" not in by_docid  # no .B: no label
+    assert metadata_labels(collection=mini, match="bibliography=naca") == dict.fromkeys(labels, 0)

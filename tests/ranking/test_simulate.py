@@ -64,8 +64,9 @@ def test_tau_compares_like_with_like_and_reaches_one_when_everything_is_judged(c
         "pool mixed": {t.number: t.pool.tolist() + outside[t.number] for t in data},
     }
     r = simulate.simulate(matrix, data, simulate.Settings(strategy="cal"), runs=runs)
-    assert r["curves"]["tau_human"][-1] == pytest.approx(1.0)
-    assert r["curves"]["tau_hybrid"][-1] == pytest.approx(1.0)
+    for name in ("tau", "tau_infap"):
+        assert r["curves"][f"{name}_human"][-1] == pytest.approx(1.0)
+        assert r["curves"][f"{name}_hybrid"][-1] == pytest.approx(1.0)
     # against the full qrels the pool's blind spot shows: "outside first" wins there
     assert r["curves"]["tau_full_human"][-1] < 1.0
 
@@ -96,3 +97,53 @@ def test_average_precision_and_auc_follow_their_definitions():
     assert simulate.average_precision([3, 1, 2], {1, 2}) == pytest.approx((1 / 2 + 2 / 3) / 2)
     assert simulate.average_precision([1], set()) == 0.0
     assert simulate.auc([0, 0.5, 1, 1, 1, 1, 1, 1, 1, 1, 1]) == pytest.approx(0.025 + 0.075 + 0.8)
+
+
+def test_inferred_ap_is_trec_evals():
+    # every pooled document judged: infAP is AP
+    assert simulate.inferred_ap([3, 1, 2, 9], {1: 1, 2: 2, 3: 0}) == pytest.approx(
+        simulate.average_precision([3, 1, 2, 9], {1, 2}), abs=1e-4
+    )
+    # a document outside the pool counts as non-relevant: rank 1 gives 1/2
+    assert simulate.inferred_ap([9, 1], {1: 1}) == pytest.approx(0.5)
+    # a pooled but unjudged document is inferred relevant in the judged share above it.
+    # ranking [1 rel, 5 unjudged, 2 rel]: at j=2, 1/3 + 2/3 * (2/2) * (1 + e)/(1 + 2e)
+    e = simulate.INFAP_EPSILON
+    expected = (1 + (1 / 3 + 2 / 3 * 1 * (1 + e) / (1 + 2 * e))) / 2
+    value = simulate.inferred_ap([1, 5, 2], {1: 1, 5: simulate.UNJUDGED, 2: 1})
+    assert value == pytest.approx(expected)
+    assert value > simulate.average_precision([1, 5, 2], {1, 2})  # MAP counts 5 as a miss
+    # by hand from trec_eval's formula: [5 unjudged, 7 non, 1 rel, 2 rel] with R = 3
+    got = simulate.inferred_ap([5, 7, 1, 2], {5: -1, 7: 0, 1: 1, 2: 1, 3: 1})
+    at1 = 1 / 3 + 2 / 3 * (2 / 2) * (e / (1 + 2 * e))
+    at2 = 1 / 4 + 3 / 4 * (3 / 3) * ((1 + e) / (2 + 2 * e))
+    assert got == pytest.approx((at1 + at2) / 3)
+    assert simulate.inferred_ap([1, 2], {1: 0}) == 0.0
+
+
+def test_the_defaults_are_the_papers_and_the_labeller_is_a_named_deviation(collection):  # noqa: F811
+    matrix, relevant = collection
+    data = topics(matrix, relevant)
+    settings = simulate.Settings()
+    assert (settings.c, settings.labeller, settings.seed_mode, settings.batch_pct) == (
+        1e8,
+        "selection",
+        "is",
+        10.0,
+    )
+    assert settings.min_topic_relevant == 5
+    topic = data[0]
+    judged = simulate.seeds(topic, settings) + [int(r) for r in topic.pool[:40]]
+    human, paper = simulate.labels_at(matrix, topic, judged, settings)
+    _, presumed = simulate.labels_at(
+        matrix, topic, judged, simulate.Settings(labeller="presumed", c=30.0)
+    )
+    # the paper's labeller is the selection classifier: its labels are that model's
+    model = simulate.active.train(matrix, judged, topic.truth(judged), c=1e8)
+    unjudged = np.array([i for i, r in enumerate(topic.pool) if int(r) not in set(judged)])
+    p = model.probabilities(matrix, topic.pool[unjudged])
+    assert (paper[unjudged] == (p >= 0.5)).all()
+    assert (human[unjudged] == 0).all() and paper[unjudged].sum() > 0
+    assert not (paper == presumed).all()
+    with pytest.raises(ValueError, match="labeller"):
+        simulate.labels_at(matrix, topic, judged, simulate.Settings(labeller="oracle"))

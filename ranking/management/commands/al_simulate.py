@@ -16,6 +16,7 @@ MEASURES = {
     "f1": "F1 of the labels",
     "recall": "recall of the labels",
     "tau": "Kendall tau (MAP, qrels over the pool)",
+    "tau_infap": "Kendall tau (infAP, qrels over the pool)",
 }
 
 
@@ -57,7 +58,18 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, default=Path("var/al_simulate"))
         parser.add_argument("--random-seed", type=int, default=0)
         parser.add_argument(
-            "--c", type=float, default=1.0, help="inverse regularisation strength of the classifier"
+            "--c",
+            type=float,
+            default=simulate.PAPER_C,
+            help="inverse regularisation strength of the classifier (default 1e8: Rahman et al.'s "
+            f"lambda = 1e-8; the live product uses {active.DEFAULT_C:g})",
+        )
+        parser.add_argument(
+            "--labeller",
+            choices=simulate.LABELLERS,
+            default="selection",
+            help="what gives the machine labels: the selection classifier (Rahman et al.) or "
+            "sasc's labeller with presumed non-relevant documents (the live product's)",
         )
         parser.add_argument(
             "--min-topic-relevant",
@@ -73,6 +85,8 @@ class Command(BaseCommand):
             raise CommandError("--batch-pct must be above 0 and at most 100")
         if not 1 <= opts["depth"] <= 1000:
             raise CommandError("--depth must be between 1 and 1000")
+        if not opts["c"] > 0:
+            raise CommandError("--c must be above 0")
         started = time.perf_counter()
         features = collection_features(collection=collection)
         row_of = {d: i for i, d in enumerate(features.docids)}
@@ -137,6 +151,7 @@ class Command(BaseCommand):
                         random_seed=opts["random_seed"],
                         rds_max=opts["rds_max"],
                         c=opts["c"],
+                        labeller=opts["labeller"],
                         min_topic_relevant=opts["min_topic_relevant"],
                     ),
                     runs=run_rows,
@@ -149,8 +164,10 @@ class Command(BaseCommand):
                     f"(< {opts['min_topic_relevant']} relevant: "
                     f"{len(result['topics_with_too_few_relevant'])})  "
                     f"AUC F1 hybrid {a['f1_hybrid']:.3f} human {a['f1_human']:.3f}  "
-                    f"tau hybrid {a['tau_hybrid']:.3f} human {a['tau_human']:.3f}  "
-                    f"(full qrels {a['tau_full_hybrid']:.3f} / {a['tau_full_human']:.3f})  "
+                    f"tau MAP hybrid {a['tau_hybrid']:.3f} human {a['tau_human']:.3f}  "
+                    f"infAP {a['tau_infap_hybrid']:.3f} / {a['tau_infap_human']:.3f}  "
+                    f"(full qrels MAP {a['tau_full_hybrid']:.3f} / {a['tau_full_human']:.3f}, "
+                    f"infAP {a['tau_full_infap_hybrid']:.3f} / {a['tau_full_infap_human']:.3f})  "
                     f"F1>=0.9 at {result['f1_0.9_at']['hybrid']}%  ({result['seconds']} s)"
                 )
         out = opts["out"]
@@ -162,13 +179,15 @@ class Command(BaseCommand):
             "depth": opts["depth"],
             "systems": [s.name for s in pooling.SYSTEMS],
             "rds_system": opts["rds_system"],
+            "c": opts["c"],
+            "labeller": opts["labeller"],
             "results": results,
             "seconds": round(time.perf_counter() - started, 1),
         }
         (out / "al_simulate.json").write_text(json.dumps(report, indent=1, allow_nan=True))
         for measure, label in MEASURES.items():
             self._plot(results, measure, label, out / f"{collection.slug}-{measure}.png")
-        self.stdout.write(f"wrote {out / 'al_simulate.json'} and 3 plots")
+        self.stdout.write(f"wrote {out / 'al_simulate.json'} and {len(MEASURES)} plots")
 
     def _qrels(self, collection, opts) -> dict[str, dict[str, int]]:
         try:
