@@ -173,6 +173,32 @@ def sensitivity_labels_named(
     return sensitivity_labels(collection=collection, persona=found, source=source)
 
 
+def metadata_labels(*, collection: Collection, match: str) -> dict[int, int]:
+    """A surrogate from document metadata, ``FIELD=REGEX``: sensitive when the field (a list
+    is joined by spaces) matches the regular expression (case-insensitive search); documents
+    without the field get no label, as with categories."""
+    import re
+
+    field, sep, pattern = match.partition("=")
+    field = field.strip()
+    if not sep or not field or not pattern:
+        raise ClassifierError(f"{match!r}: write FIELD=REGEX, e.g. bibliography=^naca")
+    try:
+        regex = re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise ClassifierError(f"{match!r}: not a regular expression ({exc})") from None
+    labels: dict[int, int] = {}
+    for doc, meta in Document.objects.filter(collection=collection).values_list("id", "metadata"):
+        value = (meta or {}).get(field)
+        if isinstance(value, list):
+            value = " ".join(map(str, value))
+        if value:
+            labels[doc] = int(bool(regex.search(str(value))))
+    if not labels:
+        raise ClassifierError(f"no document of {collection.slug!r} has metadata field {field!r}")
+    return labels
+
+
 def _in_category(code: str, prefix: str) -> bool:
     """ACM CR codes nest by digits: 4.1 holds 4.12 and 4.19; a bare 4 holds every 4.x."""
     return code == prefix or code.startswith(prefix if "." in prefix else prefix + ".")

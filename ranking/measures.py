@@ -61,6 +61,26 @@ def _ideal_dcg(docs: Iterable[str], relevance: Mapping, k: int) -> float:
     return sum(g * discount(i) for i, g in enumerate(gains))
 
 
+def dissertation_cost(relevance_by_topic: Mapping[str, Mapping[str, int]], *, k=10) -> dict:
+    """Cs by the dissertation's rule (sec. 5.4.1): a bit below the largest DCG@k a query can
+    reach, so one sensitive document shown can be recovered by many relevant ones. There
+    every query had more than k highly relevant documents, so that DCG was 13.63 (k = 10,
+    grade 2) and Cs = 12. Here the largest DCG@k is each topic's ideal DCG@k from its
+    judgments, averaged over the topics, and Cs keeps the ratio 12 / 13.63."""
+    ideals = [_ideal_dcg(list(rel), rel, k) for rel in relevance_by_topic.values()]
+    ideals = [v for v in ideals if v > 0]
+    paper_max = sum(gain(2) * discount(i) for i in range(10))
+    if not ideals:
+        raise ValueError("no topic has a relevant document: the rule has no DCG to follow")
+    mean = float(np.mean(ideals))
+    return {
+        "cost": DEFAULT_COST / paper_max * mean,
+        "mean_ideal_dcg": mean,
+        "ratio": DEFAULT_COST / paper_max,
+        "rule": f"Cs = mean ideal DCG@{k} over the topics x 12 / {paper_max:.2f} (sec. 5.4.1)",
+    }
+
+
 def ndcg(ranking, relevance, sensitivity=None, *, k=10, candidates=None) -> float:
     """nDCG@k with exponential gains (ir_measures' ``nDCG(dcg='exp-log2')``); 0 when the
     query has no relevant candidate. ``sensitivity`` is accepted and ignored."""

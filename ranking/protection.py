@@ -248,14 +248,18 @@ def without_sensitive(query: Query) -> Query:
 
 
 def cluster_replace(
-    ranking: list[str], query: Query, clusters: np.ndarray, *, k: int = 10
+    ranking: list[str], query: Query, clusters: np.ndarray, *, k: int = 10, eligible=None
 ) -> list[str]:
     """Walking down ``ranking``, put in each of the first k places the member of the
-    document's cluster not chosen yet with the lowest P(sensitive) (DOMAIN.md section 8)."""
+    document's cluster not chosen yet with the lowest P(sensitive) (sec. 6.3, DOMAIN.md
+    section 8). ``eligible`` (a mask over the candidates) limits the replacements: a
+    filtering approach replaces only with documents its filter lets through."""
     index = {d: i for i, d in enumerate(query.docids)}
+    allowed = np.ones(len(query.docids), dtype=bool) if eligible is None else eligible
     members: dict[int, list[int]] = {}
     for i, c in enumerate(clusters):
-        members.setdefault(int(c), []).append(i)
+        if allowed[i]:
+            members.setdefault(int(c), []).append(i)
     for c in members:
         members[c].sort(key=lambda i: (query.p_sensitive[i], i))
     chosen: list[str] = []
@@ -264,7 +268,7 @@ def cluster_replace(
         if len(chosen) == k:
             break
         cluster = int(clusters[index[d]])
-        pick = next((i for i in members[cluster] if i not in used), None)
+        pick = next((i for i in members.get(cluster, ()) if i not in used), None)
         if pick is None:
             continue
         used.add(pick)
@@ -273,16 +277,18 @@ def cluster_replace(
     return chosen + rest
 
 
-def clusters_of(query: Query, n_clusters: int = 20, *, seed: int = 0) -> np.ndarray:
-    """K-means clusters of the candidates' feature rows (fewer when there are fewer)."""
+def clusters_of(vectors, n_clusters: int = 20, *, seed: int = 0) -> np.ndarray:
+    """K-means clusters of the candidates' rows (fewer clusters when there are fewer rows).
+
+    The dissertation clusters the documents' term vectors with CLUTO's repeated bisection
+    (cosine); k-means on the L2-normalised TF-IDF rows is the same geometry."""
     from sklearn.cluster import KMeans
 
-    n = len(query.docids)
+    n = vectors.shape[0]
     if n <= 1:
         return np.zeros(n, dtype=int)
     k = min(n_clusters, n)
-    x = query.features
-    return KMeans(k, n_init=3, random_state=seed).fit_predict(x)
+    return KMeans(k, n_init=3, random_state=seed).fit_predict(vectors)
 
 
 def dynamic_cutoff(query: Query, threshold: float, *, limit: int = 10) -> int:

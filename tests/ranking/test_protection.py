@@ -123,6 +123,20 @@ def test_cluster_replacement_swaps_in_the_safest_member_of_each_cluster():
         "d3",
     ]
     assert protection.cluster_replace(["d2", "d0"], q, clusters, k=2)[:2] == ["d3", "d1"]
+    # a filtering approach replaces only with what its filter lets through: d1 is filtered
+    eligible = np.array([True, False, True, True])
+    assert protection.cluster_replace(["d0", "d2"], q, clusters, k=2, eligible=eligible) == [
+        "d0",
+        "d3",
+        "d2",
+    ]
+
+
+def test_clusters_follow_the_term_vectors():
+    x = np.array([[1.0, 0, 0], [0.9, 0.1, 0], [0, 0, 1.0], [0, 0.1, 0.9]])
+    groups = protection.clusters_of(x, 2, seed=0)
+    assert groups[0] == groups[1] and groups[2] == groups[3] and groups[0] != groups[2]
+    assert protection.clusters_of(x[:1], 20).tolist() == [0]
 
 
 def test_cutoffs():
@@ -188,3 +202,44 @@ def test_the_harness_scores_every_approach_on_every_topic_once():
     assert table["post-filter"]["vs baseline"]["ndcg@10"]["difference"] > 0
     assert table["post-filter"]["vs baseline"]["ndcg@10"]["p"] < 0.05
     assert table["baseline: random order"]["ndcg@10"] < table["ltr"]["ndcg@10"]
+    # cluster replacement on every approach; filtering approaches replace only with what their
+    # filter lets through, so with the oracle they still show nothing sensitive
+    for approach in protection_eval.RANKERS:
+        assert f"{approach}+cluster" in table
+    for approach in protection_eval.FILTERING:
+        assert table[f"{approach}+cluster"]["tern +/0/-"][2] == 0
+    # replacing with the safest member of the cluster shows fewer sensitive documents
+    assert table["bm25+cluster"]["tern +/0/-"][2] < table["bm25"]["tern +/0/-"][2]
+
+
+def test_the_harness_scores_ncs_dcg_at_the_cost_it_is_given():
+    from ranking import protection_eval
+
+    topics = eval_topics(n=5)
+    oracle = {
+        t.qid: np.array([1.0 if t.sensitive.get(d) else 0.0 for d in t.docids]) for t in topics
+    }
+    cheap, dear = (
+        protection_eval.run(topics, oracle, 0.5, classifier="oracle", restarts=1, cost=c)
+        for c in (1.0, 12.0)
+    )
+    t = topics[0]
+    bm25_order = [t.docids[x] for x in protection.order_by(t.bm25)]
+    assert cheap["bm25"][t.qid]["ncs_dcg@10"] == pytest.approx(
+        measures.ncs_dcg(bm25_order, t.relevance, t.sensitive, k=10, cost=1.0, candidates=t.docids)
+    )
+    assert cheap["bm25"][t.qid]["ncs_dcg@10"] != dear["bm25"][t.qid]["ncs_dcg@10"]
+
+
+def test_the_dissertations_cost_rule():
+    # sec. 5.4.1: every topic with ten highly relevant documents -> DCG@10 13.63 -> Cs = 12
+    graded = {str(q): {f"d{i}": 2 for i in range(12)} for q in range(3)}
+    rule = measures.dissertation_cost(graded)
+    assert rule["cost"] == pytest.approx(12.0)
+    assert rule["mean_ideal_dcg"] == pytest.approx(13.63, abs=0.01)
+    # binary judgments, ten relevant: 4.54 -> Cs = 4.0; topics without relevant are left out
+    binary = {"1": {f"d{i}": 1 for i in range(10)}, "2": {"x": 0}}
+    cost = measures.dissertation_cost(binary)["cost"]
+    assert cost == pytest.approx(12 / 13.6265 * 4.5421, abs=1e-3)
+    with pytest.raises(ValueError, match="no topic"):
+        measures.dissertation_cost({"1": {"x": 0}})

@@ -10,10 +10,20 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management import command_collection
 from annotate.parsing.trec import QREL_FORMATS
-from ranking import ltr, lucene, protection, protection_eval, runs
-from ranking.classifier import ClassifierError, out_of_fold_scores, sensitivity_labels_named
+from ranking import ltr, lucene, measures, protection, protection_eval, runs
+from ranking.classifier import (
+    ClassifierError,
+    metadata_labels,
+    out_of_fold_scores,
+    sensitivity_labels_named,
+)
 from ranking.runs import topic_key
-from ranking.services import index_paths, relevance_qrels, topics_with_relevant
+from ranking.services import (
+    collection_features,
+    index_paths,
+    relevance_qrels,
+    topics_with_relevant,
+)
 
 
 class Command(BaseCommand):
@@ -29,6 +39,11 @@ class Command(BaseCommand):
         labels.add_argument("--categories", help="comma-separated category codes = sensitive")
         labels.add_argument("--persona", help="a persona's final labels (annotations)")
         labels.add_argument("--sensitivity", type=Path, help="a file in the sensitivity format")
+        labels.add_argument(
+            "--metadata",
+            metavar="FIELD=REGEX",
+            help="sensitive when a metadata field matches (e.g. bibliography=^naca)",
+        )
         parser.add_argument("--source", choices=["annotations", "reference"], default="annotations")
         parser.add_argument(
             "--qrels", type=Path, help="relevance qrels file (default: the imported qrels)"
@@ -40,6 +55,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--workers", type=int, default=2)
         parser.add_argument("--clusters", type=int, default=20)
+        parser.add_argument(
+            "--cost",
+            type=float,
+            help="Cs of nCS-DCG (default: the dissertation's rule, sec. 5.4.1: 12/13.63 of the "
+            "topics' mean ideal DCG@10)",
+        )
         parser.add_argument(
             "--joint-objective",
             choices=[o for o in protection.OBJECTIVES if o != "ndcg"],
@@ -79,6 +100,16 @@ class Command(BaseCommand):
             topics = topics[: opts["topics"]]
         if len(topics) < 5:
             raise CommandError(f"{len(topics)} topics with relevant documents: five folds need 5")
+        rule = measures.dissertation_cost({t.number: grades[t.number] for t in topics})
+        cost = rule["cost"] if opts["cost"] is None else opts["cost"]
+        if not cost > 0:
+            raise CommandError("--cost must be above 0")
+        self.stderr.write(
+            f"Cs = {cost:.2f} ({'given' if opts['cost'] is not None else rule['rule']}; "
+            f"mean ideal DCG@10 {rule['mean_ideal_dcg']:.2f})"
+        )
+        vectors = collection_features(collection=collection)
+        vector_row = {d: i for i, d in enumerate(vectors.docids)}
         features = ltr.RankingFeatures.build(
             (
                 (d.docid, d.subject, d.body, " ".join(a.text for a in d.attachments.all()))
@@ -103,6 +134,7 @@ class Command(BaseCommand):
                     features=ltr.normalise_per_query(m[:, :-2]),
                     relevance=grades[topic.number],
                     sensitive={d: True for d in docids if truth.get(d)},
+                    vectors=vectors.matrix[[vector_row[d] for d in docids]],
                 )
             )
             p_trained[topic.number] = np.array([p_all.get(d, 0.0) for d in docids])
@@ -112,6 +144,8 @@ class Command(BaseCommand):
             "collection": collection.slug,
             "labels": self._label_name(opts),
             "joint_objective": opts["joint_objective"],
+            "cost": cost,
+            "cost_rule": {**rule, "used": opts["cost"] is None},
             "classifier": classifier,
         }
         per_query = {}
@@ -125,6 +159,7 @@ class Command(BaseCommand):
                 workers=opts["workers"],
                 clusters=opts["clusters"],
                 joint_objective=opts["joint_objective"],
+                cost=cost,
                 progress=lambda i, n, c: self.stderr.write(f"  {c}: fold {i} of {n}"),
             )
             report[name] = protection_eval.summary(results)
@@ -195,6 +230,8 @@ class Command(BaseCommand):
             return f"categories:{opts['categories']}"
         if opts["persona"]:
             return f"persona:{opts['persona']} ({opts['source']})"
+        if opts["metadata"]:
+            return f"metadata:{opts['metadata']}"
         return f"file:{opts['sensitivity']}"
 
     def _labels(self, collection, opts) -> dict[int, int]:
@@ -207,6 +244,8 @@ class Command(BaseCommand):
                     persona=opts["persona"],
                     source=opts["source"],
                 )
+            if opts["metadata"]:
+                return metadata_labels(collection=collection, match=opts["metadata"])
         except ClassifierError as exc:
             raise CommandError(str(exc)) from None
         try:
