@@ -244,3 +244,12 @@ def test_an_unreachable_database_answers_503_with_retry_after(rf, db):
     page = middleware.process_exception(rf.get("/annotate/"), InterfaceError("closed"))
     assert page.status_code == 503 and b"try again" in page.content
     assert middleware.process_exception(rf.get("/"), ValueError("other")) is None
+
+
+def test_gunicorn_holds_idle_connections_longer_than_a_proxy_does():
+    # gunicorn's default keep-alive (2 s) reset a request of T1's claim storm in CI: a client
+    # reused an idle connection as the server closed it. nginx keeps upstream ones 60 s.
+    import runpy
+
+    settings = runpy.run_path(str(Path(__file__).parents[1] / "config" / "gunicorn.py"))
+    assert settings["keepalive"] > 60 and settings["worker_class"] == "gthread"
