@@ -10,6 +10,40 @@ from ranking.services import index_build
 from review import services, visibility
 from review.models import Publication, SearchLog
 
+# everyday words for synthetic mail bodies
+FILLER = [
+    "report",
+    "meeting",
+    "schedule",
+    "budget",
+    "lunch",
+    "agenda",
+    "minutes",
+    "travel",
+    "office",
+    "notes",
+]
+
+
+def store_scores(collection, persona, docids, scores, path, *, source="test"):
+    """Store P(sensitive) set by hand as the persona's classifier, version 1, the way
+    training stores it (docids and scores in a joblib file beside a SensitivityModel row), and
+    drop this process's caches of stored scores and visible sets."""
+    joblib.dump({"docids": list(docids), "scores": scores}, path)
+    model = SensitivityModel.objects.create(
+        collection=collection,
+        persona=persona,
+        version=1,
+        source=source,
+        report={},
+        path=str(path),
+        trained_at=timezone.now(),
+        seconds=0.1,
+    )
+    services._stored.cache_clear()
+    visibility.forget()
+    return model
+
 
 def make_review_requests() -> None:
     """Do what the worker does after a searcher's response: the searches' review requests."""
@@ -45,19 +79,6 @@ def published(sample_collection, tmp_path):
         kind = "sensitive" if "linux" in text else "uncertain" if "razor" in text else "safe"
         kinds[d.pk] = kind
         scores.append({"sensitive": 0.95, "uncertain": 0.5, "safe": 0.05}[kind])
-    path = tmp_path / "model.joblib"
-    joblib.dump({"docids": [d.docid for d in docs], "scores": scores}, path)
-    SensitivityModel.objects.create(
-        collection=c,
-        persona=persona,
-        version=1,
-        source="test",
-        report={},
-        path=str(path),
-        trained_at=timezone.now(),
-        seconds=0.1,
-    )
-    services._stored.cache_clear()
-    visibility.forget()
+    store_scores(c, persona, [d.docid for d in docs], scores, tmp_path / "model.joblib")
     Publication.objects.create(collection=c, persona=persona, published=True, band_low=0.2)
     return c, persona, docs, kinds

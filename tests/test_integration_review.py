@@ -21,19 +21,26 @@ def _wait_for(what, condition, timeout=120.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_decisions_retrain_the_classifier_in_the_worker_and_searches_use_it(
-    worker_env, sample_collection, users, tmp_path
-):
-    c = sample_collection
+def _linux_is_sensitive(c, name: str) -> Persona:
+    """Index the sample mail and make a persona whose labels say what the archive knew
+    before: mail about linux is sensitive."""
     index_build(collection_id=c.pk)
     c.refresh_from_db()
-    persona = Persona.objects.create(name="Loop donor")
-    docs = list(c.documents.order_by("id"))
-    for d in docs:  # what the archive knew before: mail about linux is sensitive
+    persona = Persona.objects.create(name=name)
+    for d in c.documents.all():
         text = f"{d.subject} {d.body}".lower()
         ReferenceSensitivity.objects.create(
             persona=persona, document=d, sensitive="linux" in text, source="before"
         )
+    return persona
+
+
+def test_decisions_retrain_the_classifier_in_the_worker_and_searches_use_it(
+    worker_env, sample_collection, users, tmp_path
+):
+    c = sample_collection
+    persona = _linux_is_sensitive(c, "Loop donor")
+    docs = list(c.documents.order_by("id"))
     first = sensitivity_model_train(collection=c, persona=persona, source="reference")
     Publication.objects.create(collection=c, persona=persona, published=True, retrain_every=3)
     worker = Worker(tmp_path / "worker.log", worker_env).start()
@@ -63,14 +70,7 @@ def test_the_worker_asks_the_archivist_after_the_searchers_response(
     worker_env, sample_collection, users, tmp_path
 ):
     c = sample_collection
-    index_build(collection_id=c.pk)
-    c.refresh_from_db()
-    persona = Persona.objects.create(name="Queue donor")
-    for d in c.documents.all():
-        text = f"{d.subject} {d.body}".lower()
-        ReferenceSensitivity.objects.create(
-            persona=persona, document=d, sensitive="linux" in text, source="before"
-        )
+    persona = _linux_is_sensitive(c, "Queue donor")
     sensitivity_model_train(collection=c, persona=persona, source="reference")
     # Every document in the band: nothing is shown, everything near the top is asked about.
     Publication.objects.create(

@@ -28,19 +28,8 @@ from ranking.services import index_build
 from review import visibility
 from review.models import Publication, ReviewRequest, SearchLog
 from tests.acceptance.stack import Browser, report
+from tests.reviewkit import FILLER, store_scores
 
-FILLER = [
-    "report",
-    "meeting",
-    "schedule",
-    "budget",
-    "lunch",
-    "agenda",
-    "minutes",
-    "travel",
-    "office",
-    "notes",
-]
 BADGE = "confidentialbadge"  # what the classifier learns sensitive documents by
 TIMING_PAIRS = 300
 TIMING_ALPHA = 0.001
@@ -130,7 +119,6 @@ def attack(worker_env, web, users):
 
 def _copy_scores(src, src_persona, dst, dst_persona):
     import joblib
-    from django.utils import timezone
 
     from annotate.models import SensitivityModel
 
@@ -139,19 +127,8 @@ def _copy_scores(src, src_persona, dst, dst_persona):
     keep = {d.docid for d in dst.documents.all()}
     rows = [i for i, d in enumerate(stored["docids"]) if d in keep]
     path = model.path.replace(".joblib", f"-copy-{dst.pk}.joblib")
-    joblib.dump(
-        {"docids": [stored["docids"][i] for i in rows], "scores": stored["scores"][rows]}, path
-    )
-    SensitivityModel.objects.create(
-        collection=dst,
-        persona=dst_persona,
-        version=1,
-        source="copy",
-        report={},
-        path=path,
-        trained_at=timezone.now(),
-        seconds=0.0,
-    )
+    docids = [stored["docids"][i] for i in rows]
+    store_scores(dst, dst_persona, docids, stored["scores"][rows], path, source="copy")
 
 
 def _search(searcher, slug, query):

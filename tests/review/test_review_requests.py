@@ -3,29 +3,15 @@ document and the visible set alone. A release then tells the searcher that docum
 nothing else: no withheld or predicted-sensitive document can push it out of the requests,
 whatever words they hold (the attack an independent tester found through the poll)."""
 
-import joblib
 import pytest
-from django.utils import timezone
 
-from annotate.models import Collection, Document, Persona, SensitivityModel
+from annotate.models import Collection, Document, Persona
 from ranking.services import index_build
-from review import services, visibility
+from review import services
 from review.models import Publication, ReviewRequest, SearchLog
+from tests.reviewkit import FILLER, store_scores
 
 pytestmark = pytest.mark.lucene
-
-FILLER = [
-    "report",
-    "meeting",
-    "schedule",
-    "budget",
-    "lunch",
-    "agenda",
-    "minutes",
-    "travel",
-    "office",
-    "notes",
-]
 
 
 def _body(head: list[str], n: int) -> str:
@@ -51,20 +37,9 @@ def world(db, tmp_path, users):
     index_build(collection_id=c.pk)
     c.refresh_from_db()
     persona = Persona.objects.create(name="Requests donor")
-    path = tmp_path / "scores.joblib"
-    joblib.dump({"docids": [d for d, _b, _p in docs], "scores": [x for *_r, x in docs]}, path)
-    SensitivityModel.objects.create(
-        collection=c,
-        persona=persona,
-        version=1,
-        source="test",
-        report={},
-        path=str(path),
-        trained_at=timezone.now(),
-        seconds=0.1,
+    store_scores(
+        c, persona, [d for d, _b, _p in docs], [x for *_r, x in docs], tmp_path / "scores.joblib"
     )
-    services._stored.cache_clear()
-    visibility.forget()
     Publication.objects.create(
         collection=c, persona=persona, published=True, band_low=0.2, band_high=0.8, review_k=10
     )
