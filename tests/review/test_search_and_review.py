@@ -149,3 +149,15 @@ def test_leads_browse_and_export_the_audit_log(published, login, users):
     assert len(rows) == 1 + AuditEvent.objects.count() and ",search,search," in rows[1]
     for role in ("searcher", "archivist", "annotator"):
         assert login(users[role]).get(reverse("audit-log")).status_code in (403, 404)
+
+
+def test_the_searchers_home_leads_to_search_instead_of_saying_nothing_is_published(
+    published, login, users
+):
+    # The home page told a searcher "No collection has been published for searching yet"
+    # whatever was published (seen on make demo, where one is).
+    html = login(users["searcher"]).get(reverse("home")).content.decode()
+    assert "No collection has been published" not in html
+    assert f'href="{reverse("searcher-home")}"' in html
+    listing = login(users["searcher"]).get(reverse("searcher-home")).content.decode()
+    assert reverse("searcher-search", args=[published[0].slug]) in listing
