@@ -80,6 +80,19 @@ class CollectionMatrix(NamedTuple):
     matrix: object  # scipy.sparse.csr_matrix
 
 
+def ranking_document_features(*, collection: Collection) -> dict[str, np.ndarray] | None:
+    """``{docid: row of sensitivity.RANKING}`` for an email collection (what the joint ranker
+    reads of each message beside relevance, dissertation Table 3.12); None for a collection
+    of other documents, which have no senders, recipients or attachments to describe."""
+    if collection.kind != Collection.Kind.EMAIL:
+        return None
+    messages, _ = collection_messages(collection=collection)
+    rows = sensitivity.ranking_features(
+        messages, collection.internal_domains or settings.SASC_INTERNAL_DOMAINS
+    )
+    return {m.docid: rows[i] for i, m in enumerate(messages)}
+
+
 def collection_matrix(*, collection: Collection) -> CollectionMatrix:
     """Read every message and fit the features on them (vocabularies, scaling, the exchange
     graph; internal = the collection's domains, else ``SASC_INTERNAL_DOMAINS``)."""

@@ -125,6 +125,50 @@ def graph_features(messages: list[Message], *, exact_up_to: int = 1000, seed: in
     return np.asarray(rows, dtype=float)
 
 
+# What of a message the joint ranker reads beside relevance (dissertation Table 3.12, the
+# subset of the classifier's features given to learning to rank for email): lengths, who is
+# internal, reply, attachments, and the exchange-graph centralities. P(sensitive) follows.
+RANKING = [
+    "log_subject_words",
+    "log_body_words",
+    "log_attachments_words",
+    "recipients_external",
+    "recipients_internal",
+    "sender_external",
+    "sender_internal",
+    "reply",
+    "attachments",
+    "has_attachments",
+    *GRAPH,
+]
+
+
+def ranking_features(messages: list[Message], internal_domains=()) -> np.ndarray:
+    """The RANKING features of each message: (messages, len(RANKING)). A message with no
+    recipients is neither internally nor externally addressed; with no sender, likewise."""
+    domains = tuple(d.lower().lstrip("@") for d in internal_domains)
+    rows = []
+    for m in messages:
+        internal = [_internal(r, domains) for r in m.recipients]
+        sender = _internal(m.sender, domains) if m.sender else None
+        rows.append(
+            [
+                math.log1p(len(m.subject.split())),
+                math.log1p(len(m.body.split())),
+                math.log1p(len(m.attachments.split())),
+                float(bool(internal) and not all(internal)),
+                float(bool(internal) and all(internal)),
+                float(sender is False),
+                float(sender is True),
+                float(m.reply),
+                float(m.attachment_count),
+                float(m.attachment_count > 0),
+            ]
+        )
+    base = np.asarray(rows, dtype=float).reshape(len(messages), 10)
+    return np.hstack([base, graph_features(messages)])
+
+
 class Featurizer:
     """Fit on a collection's messages (unsupervised: vocabularies, scaling, the graph), then
     turn any of them into one sparse row each."""

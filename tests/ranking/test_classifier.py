@@ -126,3 +126,22 @@ def test_annotators_answers_train_the_classifier_and_dont_know_is_no_label(make_
         collection=project.collection, persona=persona, source="annotations"
     )
     assert model.report["n"] == len(labels) and model.report["positives"] == sum(labels.values())
+
+
+def test_the_joint_rankers_message_features_cover_every_email_and_no_other_kind(
+    sample_collection,
+):
+    from annotate.models import Collection
+    from ranking.sensitivity import RANKING
+
+    rows = classifier.ranking_document_features(collection=sample_collection)
+    docs = list(sample_collection.documents.prefetch_related("attachments"))
+    assert set(rows) == {d.docid for d in docs}
+    for d in docs:
+        row = dict(zip(RANKING, rows[d.docid], strict=True))
+        assert row["reply"] == float(d.subject.lower().startswith("re:") or row["reply"])
+        assert row["attachments"] == len(d.attachments.all())
+        assert row["sender_external"] + row["sender_internal"] <= 1
+    assert any(r[RANKING.index("sender_out_degree")] > 0 for r in rows.values())
+    smart = Collection.objects.create(name="S", slug="s", kind="smart")
+    assert classifier.ranking_document_features(collection=smart) is None

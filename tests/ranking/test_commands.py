@@ -103,3 +103,45 @@ def test_metadata_surrogate_labels_only_documents_with_the_field(mini):
     assert by_docid["1"] == 1  # "CACM March, 1962"
     assert "2" not in by_docid  # no .B: no label
     assert metadata_labels(collection=mini, match="bibliography=naca") == dict.fromkeys(labels, 0)
+
+
+def test_evaluate_protection_gives_the_joint_ranker_each_messages_features(
+    sample_collection, tmp_path
+):
+    """On email the rankers read Table 3.12's message features beside relevance; the run
+    completes and reports them (five topics of the sample mail, labels from its words)."""
+    from ranking.ltr import NAMES
+    from ranking.sensitivity import RANKING
+
+    docs = list(sample_collection.documents.all())
+    words = ("list", "mail", "free", "time", "new", "use")
+    topics, qrels = [], []
+    for n, word in enumerate(words, 1):
+        topics.append(f"<top>\n<num> {n}\n<title> {word}\n<desc> {word}\n</top>\n")
+        qrels += [f"{n} 0 {d.docid} 1" for d in docs if word in f"{d.subject} {d.body}".lower()]
+    (tmp_path / "topics").write_text("".join(topics))
+    (tmp_path / "qrels").write_text("\n".join(qrels) + "\n")
+    labels = [f"* 0 {d.docid} {int('linux' in (d.subject + d.body).lower())}" for d in docs]
+    (tmp_path / "sensitive").write_text("\n".join(labels) + "\n")
+    services.import_run(collection=sample_collection, fmt="topics-trec", path=tmp_path / "topics")
+    services.import_run(collection=sample_collection, fmt="qrels-trec", path=tmp_path / "qrels")
+    index_build(collection_id=sample_collection.pk)
+    out = tmp_path / "out"
+    call_command(
+        "evaluate_protection",
+        "--collection",
+        sample_collection.slug,
+        "--sensitivity",
+        str(tmp_path / "sensitive"),
+        "--depth",
+        "20",
+        "--restarts",
+        "1",
+        "--workers",
+        "1",
+        "--out",
+        str(out),
+    )
+    report = json.loads((out / "protection.json").read_text())
+    assert report["features"] == [*NAMES[:-2], *RANKING]
+    assert set(report["trained"]["table"]) >= {"joint", "baseline: P(sensitive) sort"}

@@ -47,6 +47,38 @@ def test_graph_features_are_the_exchange_graphs_centralities():
     assert rows[1]["recipients_mean_pagerank"] > rows[0]["sender_pagerank"]
 
 
+def test_ranking_features_are_table_3_12s_message_description():
+    msgs = [
+        s.Message(
+            "1",
+            subject="Re: the budget",
+            body="one two three",
+            attachments="a b",
+            attachment_count=1,
+            sender="boss@corp.example",
+            recipients=["a@corp.example", "friend@elsewhere.org"],
+            reply=True,
+        ),
+        s.Message("2", sender="out@elsewhere.org", recipients=["a@corp.example"]),
+        s.Message("3"),  # no people at all: neither internal nor external
+    ]
+    rows = [
+        dict(zip(s.RANKING, r, strict=True)) for r in s.ranking_features(msgs, ["corp.example"])
+    ]
+    assert rows[0]["log_subject_words"] == pytest.approx(np.log1p(3))
+    assert rows[0]["log_body_words"] == pytest.approx(np.log1p(3))
+    assert rows[0]["log_attachments_words"] == pytest.approx(np.log1p(2))
+    assert (rows[0]["recipients_external"], rows[0]["recipients_internal"]) == (1, 0)
+    assert (rows[0]["sender_external"], rows[0]["sender_internal"]) == (0, 1)
+    assert (rows[0]["reply"], rows[0]["attachments"], rows[0]["has_attachments"]) == (1, 1, 1)
+    assert (rows[1]["recipients_external"], rows[1]["recipients_internal"]) == (0, 1)
+    assert (rows[1]["sender_external"], rows[1]["sender_internal"]) == (1, 0)
+    assert rows[0]["sender_out_degree"] == 2 and rows[1]["recipients_max_in_degree"] == 2
+    people = ("recipients_external", "recipients_internal", "sender_external", "sender_internal")
+    assert [rows[2][k] for k in people] == [0, 0, 0, 0]
+    assert s.ranking_features([], ()).shape == (0, len(s.RANKING))
+
+
 def messages(n=120, seed=0):
     """Sensitive messages talk about health and are sent at weekends."""
     rng = np.random.default_rng(seed)

@@ -10,11 +10,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management import command_collection
 from annotate.parsing.trec import QREL_FORMATS
-from ranking import ltr, lucene, measures, protection, protection_eval, runs
+from ranking import ltr, lucene, measures, protection, protection_eval, runs, sensitivity
 from ranking.classifier import (
     ClassifierError,
     metadata_labels,
     out_of_fold_scores,
+    ranking_document_features,
     sensitivity_labels_named,
 )
 from ranking.runs import topic_key
@@ -118,6 +119,10 @@ class Command(BaseCommand):
             lucene.analyze,
         )
         row_of = {d: i for i, d in enumerate(features.docids)}
+        # email: what the ranker reads of each message beside relevance (Table 3.12)
+        per_doc = ranking_document_features(collection=collection)
+        if per_doc is not None:
+            self.stderr.write(f"{len(sensitivity.RANKING)} message features beside relevance")
         index = index_paths(collection=collection).lucene
         data, p_trained, p_oracle = [], {}, {}
         for topic in topics:
@@ -125,13 +130,15 @@ class Command(BaseCommand):
             docids = [h.docid for h in hits if h.docid in row_of]
             terms = {"title": lucene.analyze(topic.title)}
             terms["title+desc"] = lucene.analyze(f"{topic.title} {topic.description}")
-            m = features.matrix(terms, [row_of[d] for d in docids], np.zeros(len(docids)))
+            m = features.matrix(terms, [row_of[d] for d in docids], np.zeros(len(docids)))[:, :-2]
+            if per_doc is not None:
+                m = np.hstack([m, np.array([per_doc[d] for d in docids]).reshape(len(docids), -1)])
             data.append(
                 protection_eval.Topic(
                     qid=topic.number,
                     docids=docids,
                     bm25=np.array([h.score for h in hits if h.docid in row_of]),
-                    features=ltr.normalise_per_query(m[:, :-2]),
+                    features=ltr.normalise_per_query(m),
                     relevance=grades[topic.number],
                     sensitive={d: True for d in docids if truth.get(d)},
                     vectors=vectors.matrix[[vector_row[d] for d in docids]],
@@ -147,6 +154,7 @@ class Command(BaseCommand):
             "cost": cost,
             "cost_rule": {**rule, "used": opts["cost"] is None},
             "classifier": classifier,
+            "features": [*ltr.NAMES[:-2], *(sensitivity.RANKING if per_doc is not None else [])],
         }
         per_query = {}
         for name, p, t in (("trained", p_trained, threshold), ("oracle", p_oracle, 0.5)):
