@@ -244,11 +244,12 @@ def kendall_tau(a: dict[str, float], b: dict[str, float]) -> float:
     return float(tau) if tau == tau else float("nan")
 
 
-def auc(values: list[float]) -> float:
-    """Area under a curve sampled at ``POINTS`` (x as the fraction judged, 0 to 1)."""
+def auc(values: list[float], start: int = 0) -> float:
+    """Area under a curve sampled at ``POINTS`` (x as the fraction judged, 0 to 1), from
+    ``start`` percent judged (10: the area at equal judging cost past the first batch)."""
     y = np.asarray(values, dtype=float)
     x = np.asarray(POINTS, dtype=float) / 100
-    keep = ~np.isnan(y)
+    keep = ~np.isnan(y) & (np.asarray(POINTS) >= start)
     if keep.sum() < 2:
         return float("nan")
     return float(np.sum((x[keep][1:] - x[keep][:-1]) * (y[keep][1:] + y[keep][:-1]) / 2))
@@ -339,6 +340,7 @@ def simulate(matrix, topics: list[TopicData], settings: Settings, runs=None) -> 
         "mean_pool_size": _mean([len(t.pool) for t, _o, _n in usable]),
         "curves": curves,
         "auc": {name: auc(values) for name, values in curves.items()},
+        "auc_from_10": {name: auc(values, start=10) for name, values in curves.items()},
         "f1_0.9_at": {
             kind: next(
                 (p for p, v in zip(POINTS, curves[f"f1_{kind}"], strict=True) if v >= 0.9), None

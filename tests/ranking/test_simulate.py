@@ -97,6 +97,8 @@ def test_average_precision_and_auc_follow_their_definitions():
     assert simulate.average_precision([3, 1, 2], {1, 2}) == pytest.approx((1 / 2 + 2 / 3) / 2)
     assert simulate.average_precision([1], set()) == 0.0
     assert simulate.auc([0, 0.5, 1, 1, 1, 1, 1, 1, 1, 1, 1]) == pytest.approx(0.025 + 0.075 + 0.8)
+    # from 10% judged: the first segment (0 to 0.5) is not counted
+    assert simulate.auc([0, 0.5, 1, 1, 1, 1, 1, 1, 1, 1, 1], start=10) == pytest.approx(0.075 + 0.8)
 
 
 def test_inferred_ap_is_trec_evals():
