@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from django.conf import settings
 
-from annotate.exports import FinalLabels
+from annotate.labels import FinalLabels
 from ranking.runs import topic_key
 
 WIDTH = 7.5  # inches; 100 dpi

@@ -1,17 +1,6 @@
-"""Final labels and the files a collection's users need (TREC qrels, sensitivity labels, the
-full annotation table), as a pure function of one committed database snapshot (G5).
-
-Final label of a (topic, persona, document), in this order (the rule is recorded):
-  ``adjudicated``  the lead's label;
-  ``single``       only one annotator judged it;
-  ``agreed``       every annotator gave the same answer;
-  ``rule:...``     otherwise: relevance by the project's rule (``higher``: the more relevant
-                   grade; ``majority``: the most frequent grade, a tie going to the more
-                   relevant), persona sensitivity ``rule:any-sensitive``: sensitive if any
-                   annotator said so (the study's rule, DOMAIN.md section 5).
-'Don't know' sensitivity answers are not labels; a unit with only those gets none
-(``no-answer``). Relevance qrels are per (topic, document): judgments under every persona
-count together, and an adjudicated grade (the latest, if several personas') wins.
+"""The files a collection's users need (TREC qrels, sensitivity labels, the full annotation
+table), as a pure function of one committed database snapshot (G5); the final labels they
+hold follow ``annotate.labels``.
 """
 
 import csv
@@ -19,130 +8,14 @@ import io
 import json
 import re
 import zipfile
-from collections import Counter, defaultdict
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections import defaultdict
 
-from django.db import connection, transaction
-
-from annotate.models import Adjudication, AnnotationProject, Answer, Judgment, MachineLabel
+from annotate import charts, selectors
+from annotate.labels import FinalLabels, final_labels, judgments, snapshot
+from annotate.models import AnnotationProject, MachineLabel
 from ranking.runs import topic_key
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-@contextmanager
-def snapshot(snapshot_id: str | None = None):
-    """Read everything inside from one committed snapshot; yield its id (PostgreSQL).
-
-    PostgreSQL: a REPEATABLE READ transaction, which exports its snapshot so a second
-    export can read the very same one (``snapshot_id``). SQLite: one read transaction is
-    already a snapshot (yields None). Called inside a transaction, it reads that one.
-    """
-    nested = connection.in_atomic_block
-    with transaction.atomic():
-        if connection.vendor != "postgresql" or (nested and not snapshot_id):
-            # Inside a caller's transaction, that transaction is the snapshot.
-            yield None
-            return
-        with connection.cursor() as cursor:
-            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            if snapshot_id:
-                cursor.execute("SET TRANSACTION SNAPSHOT %s", [snapshot_id])
-                yield snapshot_id
-                return
-            cursor.execute("SELECT pg_export_snapshot()")
-            yield cursor.fetchone()[0]
-
-
-@dataclass
-class Unit:
-    """One (topic, persona, document) and every judgment of it."""
-
-    topic: str
-    persona: str
-    docid: str
-    relevance: list  # [(annotator, grade)]
-    persona_sensitive: list  # [(annotator, answer)]
-    adjudication: Adjudication | None = None
-
-
-@dataclass
-class FinalLabels:
-    relevance: dict  # (topic, docid) -> (grade, rule)
-    sensitivity: dict  # (persona, topic, docid) -> (0|1|None, rule)
-
-
-def relevance_label(grades: list[int], rule: str) -> tuple[int, str]:
-    if len(grades) == 1:
-        return grades[0], "single"
-    if len(set(grades)) == 1:
-        return grades[0], "agreed"
-    if rule == AnnotationProject.RelevanceRule.MAJORITY:
-        counts = Counter(grades)
-        return max(counts, key=lambda g: (counts[g], g)), "rule:majority"
-    return max(grades), "rule:higher"
-
-
-def _sensitivity_label(answers: list[str]) -> tuple[int | None, str]:
-    usable = [a for a in answers if a in (Answer.YES, Answer.NO)]
-    if not usable:
-        return None, "no-answer"
-    if len(answers) == 1:
-        return int(usable[0] == Answer.YES), "single"
-    if len(set(answers)) == 1:
-        return int(usable[0] == Answer.YES), "agreed"
-    return int(Answer.YES in usable), "rule:any-sensitive"
-
-
-def _judgments(project: AnnotationProject):
-    return (
-        Judgment.objects.filter(task__project=project)
-        .select_related("task__topic", "task__persona", "task__document", "round", "annotator")
-        .order_by("id")
-    )
-
-
-def final_labels(project: AnnotationProject) -> FinalLabels:
-    """Return the exported labels and the rule behind each (call inside ``snapshot``)."""
-    units: dict[tuple, Unit] = {}
-    by_topic_doc: dict[tuple, list] = defaultdict(list)
-    for j in _judgments(project):
-        t = j.task
-        key = (t.topic.number, t.persona.name, t.document.docid)
-        unit = units.setdefault(key, Unit(*key, relevance=[], persona_sensitive=[]))
-        unit.relevance.append((j.annotator_id, j.relevance))
-        unit.persona_sensitive.append((j.annotator_id, j.persona_sensitive))
-        by_topic_doc[(t.topic.number, t.document.docid)].append(j.relevance)
-    adjudications = {}
-    for adj in Adjudication.objects.filter(project=project).select_related(
-        "topic", "persona", "document"
-    ):
-        adjudications[(adj.topic.number, adj.persona.name, adj.document.docid)] = adj
-    relevance = {}
-    for (topic, docid), grades in by_topic_doc.items():
-        relevance[(topic, docid)] = relevance_label(grades, project.relevance_rule)
-    latest: dict[tuple, Adjudication] = {}
-    for (topic, _persona, docid), adj in adjudications.items():
-        if adj.relevance is not None:
-            prev = latest.get((topic, docid))
-            if prev is None or (adj.decided_at, adj.pk) > (prev.decided_at, prev.pk):
-                latest[(topic, docid)] = adj
-    for key, adj in latest.items():
-        relevance[key] = (adj.relevance, "adjudicated")
-    sensitivity = {}
-    for (topic, persona, docid), unit in units.items():
-        adj = adjudications.get((topic, persona, docid))
-        if adj is not None and adj.persona_sensitive:
-            sensitivity[(persona, topic, docid)] = (
-                int(adj.persona_sensitive == Answer.YES),
-                "adjudicated",
-            )
-        else:
-            sensitivity[(persona, topic, docid)] = _sensitivity_label(
-                [a for _, a in unit.persona_sensitive]
-            )
-    return FinalLabels(relevance=relevance, sensitivity=sensitivity)
 
 
 def qrels_text(labels: FinalLabels) -> str:
@@ -193,7 +66,7 @@ TABLE_COLUMNS = [
 def annotation_rows(project: AnnotationProject, labels: FinalLabels) -> list[dict]:
     """Every judgment with its context and the final labels of its unit, in id order."""
     rows = []
-    for j in _judgments(project):
+    for j in judgments(project):
         t = j.task
         rel, rel_rule = labels.relevance[(t.topic.number, t.document.docid)]
         sens, sens_rule = labels.sensitivity[(t.persona.name, t.topic.number, t.document.docid)]
@@ -275,8 +148,6 @@ def export_files(
     ``pictures`` is false) the three charts of ``annotate.charts``. With
     ``machine_labels``, ``qrels.txt`` is hybrid: it adds the active-learning model's labels
     of documents nobody judged, listed in ``machine-labels.txt``."""
-    from annotate import charts, selectors  # charts imports this module
-
     with snapshot(snapshot_id):
         labels = final_labels(project)
         rows = annotation_rows(project, labels)

@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotate import agreement, charts, exports, roles, selectors, services
+from annotate import agreement, charts, exports, labels, roles, selectors, services
 from annotate.models import AnnotationProject, Judgment, Task
 
 lead_required = roles.role_required(roles.LEAD)
@@ -104,7 +104,7 @@ def chart(request, slug, name):
         raise Http404("no such chart")
     # No snapshot transaction: a picture may mix two commits, and on SQLite (where every
     # transaction takes the write lock) three pictures loading at once would queue.
-    png = CHARTS[name](exports.final_labels(project), project)
+    png = CHARTS[name](labels.final_labels(project), project)
     response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "private, no-store"
     return response

@@ -7,6 +7,7 @@ from django.db.models import Count, F, Prefetch, QuerySet
 from django.utils import timezone
 
 from annotate import agreement, roles
+from annotate.labels import final_labels, snapshot
 from annotate.models import (
     Adjudication,
     AnnotationProject,
@@ -360,10 +361,8 @@ def agreement_with_reference(*, project: AnnotationProject) -> list[dict]:
     exported 0/1 against each imported label set for that persona (a label without topic
     holds for every topic). Returns one entry per source with ``agreement.Agreement`` rows.
     """
-    from annotate import exports
-
-    with exports.snapshot():
-        labels = exports.final_labels(project)
+    with snapshot():
+        labels = final_labels(project)
         topics = {t.pk: t.number for t in project.topics.all()}
         relevance_refs = list(
             ReferenceRelevance.objects.filter(topic_id__in=topics).values_list(

@@ -30,7 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotate import services
-from annotate.exports import relevance_label
+from annotate.labels import relevance_label
 from annotate.models import (
     Adjudication,
     AnnotationProject,

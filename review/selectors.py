@@ -142,7 +142,7 @@ def loop_sessions(
     document released for a search and known sensitive now is charged as shown."""
     from django.utils import timezone
 
-    from annotate.exports import final_labels
+    from annotate.labels import final_labels
     from ranking import measures
     from ranking.classifier import sensitivity_labels
     from ranking.services import reference_qrels

@@ -4,7 +4,7 @@ import threading
 
 from django.db import connection
 
-from annotate import exports
+from annotate import exports, labels
 
 
 def two_exports_of_one_snapshot(project) -> tuple[dict, dict, int, int]:
@@ -12,7 +12,7 @@ def two_exports_of_one_snapshot(project) -> tuple[dict, dict, int, int]:
     snapshot, and count the judgments and judged (topic, document) pairs in it with SQL: the qrels
     has a line per pair."""
     second: dict = {}
-    with exports.snapshot() as snapshot_id:
+    with labels.snapshot() as snapshot_id:
         first = exports.export_files(project, snapshot_id=None)  # nested: same transaction
         with connection.cursor() as cursor:
             cursor.execute(
