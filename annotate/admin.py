@@ -10,7 +10,6 @@ from annotate.models import (
     Job,
     Judgment,
     JudgmentVersion,
-    MachineLabel,
     Persona,
     ReferenceRelevance,
     ReferenceSensitivity,
@@ -143,13 +142,3 @@ class AdjudicationAdmin(admin.ModelAdmin):
     list_filter = ("project",)
     raw_id_fields = ("document",)
     readonly_fields = ("decided_by", "decided_at")
-
-
-@admin.register(MachineLabel)
-class MachineLabelAdmin(admin.ModelAdmin):
-    list_display = ("project", "topic", "document", "relevant", "probability", "model_version")
-    list_filter = ("project", "model_version")
-    raw_id_fields = ("document",)
-
-    def has_change_permission(self, request, obj=None):
-        return False  # written by the active-learning engine only

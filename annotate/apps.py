@@ -6,4 +6,5 @@ class AnnotateConfig(AppConfig):
     verbose_name = "Collections and annotation"
 
     def ready(self):
+        from annotate import tasks  # noqa: F401 - registers the entry points services queue by name
         from config import checks  # noqa: F401 - registers the deployment checks

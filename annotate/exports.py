@@ -12,7 +12,8 @@ from collections import defaultdict
 
 from annotate import charts, selectors
 from annotate.labels import FinalLabels, final_labels, judgments, snapshot
-from annotate.models import AnnotationProject, MachineLabel
+from annotate.models import AnnotationProject
+from ranking.models import MachineLabel
 from ranking.runs import topic_key
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotate import roles, selectors, services
+from annotate import projects, roles, selectors, services
 from annotate.forms import ProjectForm, TasksForm
 from annotate.models import Answer, Judgment
 from ranking.highlight import highlight, light_stem, query_stems
@@ -317,11 +317,11 @@ def _add_tasks_from(project, round_, data) -> tuple[int, list[str]]:
 
     chosen = {"topics": data["topics"] or None, "personas": data["personas"] or None}
     if data["source"] == "list":
-        return services.project_tasks_from_lines(
+        return projects.project_tasks_from_lines(
             project=project, round_=round_, lines=data["lines"]
         )
     if data["source"].startswith("reference"):
-        added = services.project_tasks_from_reference(
+        added = projects.project_tasks_from_reference(
             project=project,
             round_=round_,
             only_relevant=data["source"] == "reference-relevant",
@@ -329,7 +329,7 @@ def _add_tasks_from(project, round_, data) -> tuple[int, list[str]]:
         )
         return added, [] if added else ["The collection has no imported qrels for these topics."]
     try:
-        added = services.project_tasks_from_search(
+        added = projects.project_tasks_from_search(
             project=project, round_=round_, k=data["k"], **chosen
         )
         return added, []
@@ -344,7 +344,7 @@ def project_new(request):
     tasks = TasksForm(request.POST or None, prefix="tasks")
     if request.method == "POST" and form.is_valid() and tasks.is_valid():
         d = form.cleaned_data
-        project = services.project_create(
+        project = projects.project_create(
             name=d["name"],
             collection=d["collection"],
             personas=d["personas"],
@@ -375,7 +375,7 @@ def round_new(request, slug):
     if kind not in ("training", "production") or not tasks.is_valid():
         messages.error(request, "Choose a round kind and where its tasks come from.")
         return redirect("judging-dashboard", slug=project.slug)
-    round_ = services.round_open(project=project, kind=kind)
+    round_ = projects.round_open(project=project, kind=kind)
     added, problems = _add_tasks(project, round_, tasks)
     messages.info(request, f"Round {round_.number} ({kind}) opened with {added} tasks.")
     for problem in problems[:20]:

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from annotate import agreement, charts, exports, labels, roles, selectors, services
 from annotate.models import AnnotationProject, Judgment, Task
+from ranking import pooling
 
 lead_required = roles.role_required(roles.LEAD)
 
@@ -124,7 +125,7 @@ def pool_start(request, slug):
         messages.error(request, "The collection has no index yet: build it first.")
         return redirect("judging-dashboard", slug=project.slug)
     with transaction.atomic():
-        job = services.job_pool_create(
+        job = pooling.job_pool_create(
             project=project, round_=round_, depth=depth, user=request.user
         )
     return redirect("job-detail", pk=job.pk)

@@ -1,4 +1,5 @@
-"""Writes: background jobs (imports, index builds), users and roles."""
+"""Writes: users and roles, uploads and imports, annotation (leases, judgments, edits, skips)
+and adjudication. Jobs are `annotate.jobs`; projects, rounds and tasks `annotate.projects`."""
 
 import hashlib
 import json
@@ -17,22 +18,20 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotate import importers, roles
+from annotate.jobs import JobProgress, job_finish, job_start, queue_on_commit
 from annotate.models import (
     Adjudication,
     AnnotationProject,
     Answer,
     Assignment,
     Collection,
-    Document,
     Job,
     Judgment,
     JudgmentVersion,
     Persona,
-    ReferenceRelevance,
-    Round,
     Task,
-    Topic,
 )
+from ranking.services import job_index_create
 
 logger = logging.getLogger(__name__)
 
@@ -119,66 +118,8 @@ def job_import_create(
         },
         message=f"Waiting for a worker to import {label}",
     )
-    from annotate.tasks import import_run
-
-    transaction.on_commit(lambda: import_run.delay(job.pk))
+    queue_on_commit("annotate.tasks.import_run", job.pk)
     return job
-
-
-def job_index_create(*, collection: Collection, user=None) -> Job:
-    """Record an index build and queue it once the transaction commits."""
-    job = Job.objects.create(
-        kind=Job.Kind.INDEX,
-        collection=collection,
-        created_by=user,
-        message="Waiting for a worker to build the index",
-    )
-    from ranking.tasks import index_build_task
-
-    transaction.on_commit(lambda: index_build_task.delay(job.pk))
-    return job
-
-
-class JobProgress:
-    """Write progress at most once a second, in its own short transaction."""
-
-    def __init__(self, job: Job, total: int = 0):
-        self.job = job
-        self.total = total
-        self.last = 0.0
-
-    def __call__(self, done: int, total: int | None = None) -> None:
-        now = time.monotonic()
-        if now - self.last < 1.0:
-            return
-        self.last = now
-        self.job.progress_done = done
-        self.job.progress_total = total if total is not None else self.total
-        Job.objects.filter(pk=self.job.pk).update(
-            progress_done=self.job.progress_done, progress_total=self.job.progress_total
-        )
-
-
-def job_start(*, job_id: int) -> Job | None:
-    """Mark a queued job running; return None if it already finished (a redelivered task)."""
-    with transaction.atomic():
-        job = Job.objects.select_for_update().get(pk=job_id)
-        if job.is_finished:
-            return None
-        job.status = Job.Status.RUNNING
-        job.started_at = timezone.now()
-        job.save(update_fields=["status", "started_at"])
-    return job
-
-
-def job_finish(*, job: Job, ok: bool, message: str, report: dict | None = None) -> None:
-    job.status = Job.Status.SUCCEEDED if ok else Job.Status.FAILED
-    job.message = message
-    job.report = report or {}
-    job.finished_at = timezone.now()
-    if job.progress_total:
-        job.progress_done = job.progress_total
-    job.save(update_fields=["status", "message", "report", "finished_at", "progress_done"])
 
 
 def count_files(path: Path) -> int:
@@ -301,95 +242,6 @@ def import_recorded(
     return job, _import_execute(job, progress)
 
 
-def _index_execute(job: Job, progress, *, force: bool = False) -> dict:
-    from ranking.services import index_build
-
-    try:
-        result = index_build(collection_id=job.collection_id, progress=progress, force=force)
-    except Exception as exc:
-        logger.exception("index job %s failed", job.pk)
-        job_finish(job=job, ok=False, message=f"Index build failed: {type(exc).__name__}: {exc}")
-        raise
-    if result.get("skipped"):
-        message = f"Index already current (version {result['version']})"
-    else:
-        message = (
-            f"Indexed {result['documents']} documents (version {result['version']}): Lucene "
-            f"{result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s, "
-            f"{result['terms']} terms"
-        )
-    job_finish(job=job, ok=True, message=message, report=result)
-    return result
-
-
-def job_index_run(*, job_id: int) -> None:
-    """Run a queued index build job."""
-    job = job_start(job_id=job_id)
-    if job is None:
-        return
-    _index_execute(job, JobProgress(job))
-
-
-def job_pool_create(*, project: AnnotationProject, round_: Round, depth: int, user=None) -> Job:
-    """Record a pooling job for a project's round and queue it once the transaction commits."""
-    if not 1 <= depth <= 1000:
-        raise ValueError("the pool depth must be between 1 and 1000")
-    if round_.project_id != project.pk:
-        raise ValueError("the round is not the project's")
-    job = Job.objects.create(
-        kind=Job.Kind.POOL,
-        collection=project.collection,
-        created_by=user,
-        params={"project": project.slug, "round": round_.pk, "depth": depth},
-        message=f"Waiting for a worker to pool {project.name} (depth {depth})",
-    )
-    from ranking.tasks import pool_task
-
-    transaction.on_commit(lambda: pool_task.delay(job.pk))
-    return job
-
-
-def job_pool_run(*, job_id: int) -> None:
-    """Run a queued pooling job: twelve systems, provenance, run files, pooled tasks."""
-    from ranking.pooling import project_pool
-
-    job = job_start(job_id=job_id)
-    if job is None:
-        return
-    project = AnnotationProject.objects.get(slug=job.params["project"])
-    round_ = Round.objects.get(pk=job.params["round"], project=project)
-    try:
-        result = project_pool(
-            project=project, round_=round_, depth=job.params["depth"], progress=JobProgress(job)
-        )
-    except Exception as exc:
-        logger.exception("pooling job %s failed", job.pk)
-        job_finish(job=job, ok=False, message=f"Pooling failed: {type(exc).__name__}: {exc}")
-        raise
-    sizes = result["pool_sizes"].values()
-    job_finish(
-        job=job,
-        ok=True,
-        message=(
-            f"Pooled {len(result['systems'])} systems at depth {result['depth']}: "
-            f"{sum(sizes)} documents over {len(sizes)} topics, {result['tasks_added']} new tasks"
-        ),
-        report=result,
-    )
-
-
-def index_recorded(*, collection: Collection, progress=None, force: bool = False) -> dict:
-    """Build a collection's index now (command line, demo), recorded as a job."""
-    job = Job.objects.create(
-        kind=Job.Kind.INDEX,
-        status=Job.Status.RUNNING,
-        started_at=timezone.now(),
-        collection=collection,
-        params={"source": "command line"},
-    )
-    return _index_execute(job, progress, force=force)
-
-
 # --- Annotation: projects, leases, judgments ---------------------------------------------------
 
 
@@ -476,78 +328,6 @@ class Answers:
             ],
         )
         return hashlib.sha256(body.encode()).hexdigest()
-
-
-def _required_for(project: AnnotationProject, round_: Round, document: Document) -> int:
-    if round_.kind == Round.Kind.TRAINING:
-        return max(1, project.annotators.count())
-    if project.overlap == 1 and project.double_percent:
-        # Deterministic: the same document is double-judged however tasks are added.
-        bucket = int(hashlib.sha256(document.docid.encode()).hexdigest()[:8], 16) % 100
-        return 2 if bucket < project.double_percent else 1
-    return project.overlap
-
-
-def round_open(*, project: AnnotationProject, kind: str = Round.Kind.PRODUCTION) -> Round:
-    """Open the project's next round."""
-    with transaction.atomic():
-        last = project.rounds.select_for_update().order_by("-number").first()
-        return Round.objects.create(
-            project=project, number=(last.number + 1 if last else 1), kind=kind
-        )
-
-
-def project_tasks_add(
-    *,
-    project: AnnotationProject,
-    round_: Round,
-    topic: Topic,
-    persona: Persona,
-    documents: list[Document],
-    source: str = Task.Source.EXPLICIT,
-) -> int:
-    """Append documents to a (topic, persona) batch of a round; return how many were new."""
-    if topic.collection_id != project.collection_id:
-        raise ValueError(f"topic {topic.number} is not in the project's collection")
-    with transaction.atomic():
-        existing = set(
-            Task.objects.filter(round=round_, topic=topic, persona=persona).values_list(
-                "document_id", flat=True
-            )
-        )
-        start = Task.objects.filter(round=round_, topic=topic, persona=persona).count()
-        new = [
-            Task(
-                project=project,
-                round=round_,
-                topic=topic,
-                persona=persona,
-                document=doc,
-                required=_required_for(project, round_, doc),
-                position=start + i,
-                source=source,
-            )
-            for i, doc in enumerate(d for d in documents if d.pk not in existing)
-        ]
-        Task.objects.bulk_create(new, ignore_conflicts=True)
-    return len(new)
-
-
-def project_tasks_add_for_personas(
-    *, project: AnnotationProject, round_: Round, topic: Topic, personas, documents, source
-) -> int:
-    """``project_tasks_add`` for each persona: the same documents for every persona."""
-    return sum(
-        project_tasks_add(
-            project=project,
-            round_=round_,
-            topic=topic,
-            persona=persona,
-            documents=documents,
-            source=source,
-        )
-        for persona in personas
-    )
 
 
 def leases_expire(*, project: AnnotationProject | None = None, now: datetime | None = None) -> int:
@@ -930,157 +710,6 @@ def task_resume(*, user, task_id: int) -> Assignment:
         assignment.save(update_fields=["status", "leased_at", "expires_at"])
         Task.objects.filter(pk=task_id).update(claimed=F("claimed") + 1)
     return assignment
-
-
-def project_create(
-    *,
-    name: str,
-    collection: Collection,
-    personas,
-    topics,
-    annotators,
-    overlap: int = 1,
-    double_percent: int = 0,
-    guidelines: str = "",
-    lease_minutes: int = 30,
-    round_kind: str = Round.Kind.PRODUCTION,
-    relevance_rule: str = AnnotationProject.RelevanceRule.HIGHER,
-) -> AnnotationProject:
-    """Create a project with its first round; every annotator must hold the annotator role."""
-    from django.utils.text import slugify
-
-    if overlap < 1:
-        raise ValueError("overlap must be at least 1")
-    if not 0 <= double_percent <= 100:
-        raise ValueError("double_percent must be between 0 and 100")
-    outsiders = [u.username for u in annotators if not roles.has_role(u, roles.ANNOTATOR)]
-    if outsiders:
-        raise ValueError(f"not annotators: {', '.join(outsiders)}")
-    base = slugify(name)[:90] or "project"
-    slug, n = base, 1
-    while AnnotationProject.objects.filter(slug=slug).exists():
-        n += 1
-        slug = f"{base}-{n}"
-    with transaction.atomic():
-        project = AnnotationProject.objects.create(
-            name=name,
-            slug=slug,
-            collection=collection,
-            overlap=overlap,
-            double_percent=double_percent,
-            guidelines=guidelines,
-            lease_minutes=lease_minutes,
-            relevance_rule=relevance_rule,
-        )
-        project.personas.set(personas)
-        project.topics.set(topics)
-        project.annotators.set(annotators)
-        Round.objects.create(project=project, number=1, kind=round_kind)
-    return project
-
-
-def project_tasks_from_search(
-    *, project: AnnotationProject, round_: Round, k: int = 20, topics=None, personas=None
-) -> int:
-    """Add each topic's top ``k`` BM25 results (title query) for every persona of the project
-    (or only the given project ``topics`` and ``personas``)."""
-    topics, personas = _chosen(project, topics, personas)
-    from ranking.services import collection_ranked_documents
-
-    collection = project.collection
-    added = 0
-    for topic in topics:
-        # Ranked documents only: pooling has no use for snippets.
-        ranked = collection_ranked_documents(
-            collection=collection,
-            query=topic.title,
-            documents=Document.objects.filter(collection=collection),
-            k=k,
-        )
-        added += project_tasks_add_for_personas(
-            project=project,
-            round_=round_,
-            topic=topic,
-            personas=personas,
-            documents=[doc for doc, _score in ranked],
-            source=Task.Source.POOL,
-        )
-    return added
-
-
-def _chosen(project: AnnotationProject, topics, personas) -> tuple[list, list]:
-    """The project's topics and personas, or the given ones (which must be the project's)."""
-    all_topics, all_personas = list(project.topics.all()), list(project.personas.all())
-    topics = all_topics if topics is None else list(topics)
-    personas = all_personas if personas is None else list(personas)
-    if not set(topics) <= set(all_topics) or not set(personas) <= set(all_personas):
-        raise ValueError("choose among the project's own topics and personas")
-    return topics, personas
-
-
-def project_tasks_from_reference(
-    *,
-    project: AnnotationProject,
-    round_: Round,
-    only_relevant: bool = False,
-    topics=None,
-    personas=None,
-) -> int:
-    """Add, for every topic and persona, the documents of the collection's imported qrels
-    (any source; ``only_relevant``: grade 1 or 2): to judge again what an earlier study
-    judged, and compare (``selectors.agreement_with_reference``)."""
-    topics, personas = _chosen(project, topics, personas)
-    added = 0
-    for topic in topics:
-        refs = ReferenceRelevance.objects.filter(topic=topic)
-        if only_relevant:
-            refs = refs.filter(grade__gte=1)
-        doc_ids = sorted(set(refs.values_list("document_id", flat=True)))
-        added += project_tasks_add_for_personas(
-            project=project,
-            round_=round_,
-            topic=topic,
-            personas=personas,
-            documents=list(Document.objects.filter(pk__in=doc_ids).order_by("docid")),
-            source=Task.Source.EXPLICIT,
-        )
-    return added
-
-
-def project_tasks_from_lines(
-    *, project: AnnotationProject, round_: Round, lines: str
-) -> tuple[int, list[str]]:
-    """Add tasks from ``topic-number docid`` lines; return the count and the refused lines."""
-    topics = {t.number: t for t in project.topics.all()}
-    wanted: dict[str, list[str]] = {}
-    problems = []
-    for n, line in enumerate(lines.splitlines(), 1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 2:
-            problems.append(f"line {n}: expected 'topic docid'")
-        elif parts[0] not in topics:
-            problems.append(f"line {n}: topic {parts[0]!r} is not in the project")
-        else:
-            wanted.setdefault(parts[0], []).append(parts[1])
-    added = 0
-    for number, docids in wanted.items():
-        docs = {
-            d.docid: d
-            for d in Document.objects.filter(collection=project.collection, docid__in=docids)
-        }
-        problems += [f"unknown document {d!r}" for d in docids if d not in docs]
-        ordered = [docs[d] for d in dict.fromkeys(docids) if d in docs]
-        for persona in project.personas.all():
-            added += project_tasks_add(
-                project=project,
-                round_=round_,
-                topic=topics[number],
-                persona=persona,
-                documents=ordered,
-            )
-    return added, problems
 
 
 # --- Adjudication ---------------------------------------------------------------------------

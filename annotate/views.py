@@ -13,6 +13,7 @@ from annotate import roles, selectors, services
 from annotate.forms import ImportForm, SearchForm
 from annotate.models import Collection, Job
 from ranking import lucene
+from ranking import services as ranking_services
 from ranking.highlight import highlight, query_stems
 from ranking.services import IndexNotReady, collection_search
 
@@ -164,5 +165,5 @@ def job_detail(request, pk):
 def index_rebuild(request, slug):
     collection = _collection(request, slug)
     with transaction.atomic():
-        job = services.job_index_create(collection=collection, user=request.user)
+        job = ranking_services.job_index_create(collection=collection, user=request.user)
     return redirect("job-detail", pk=job.pk)

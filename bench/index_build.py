@@ -16,9 +16,9 @@ from _setup import corpus_root, django_setup
 def main():
     work = django_setup("index")
     from annotate import services
-    from annotate.demo import corpus
     from annotate.models import Collection
     from annotate.selectors import collection_index_documents
+    from config.demo import corpus
     from ranking import lucene
     from ranking.services import index_build
 

@@ -21,8 +21,8 @@ def main():
     args = parser.parse_args()
     django_setup("ingest")
     from annotate import services
-    from annotate.demo import corpus
     from annotate.models import Collection, Document
+    from config.demo import corpus
 
     root = corpus_root()
     folders = args.folders or list(corpus.ALL_FOLDERS)

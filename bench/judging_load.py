@@ -53,7 +53,7 @@ from django.core.management import call_command
 call_command('migrate', verbosity=0)
 call_command('collectstatic', interactive=False, verbosity=0)  # pages name hashed files
 from django.contrib.auth.hashers import make_password
-from annotate import roles, services
+from annotate import projects, roles, services
 from annotate.models import Collection, Document, Persona, Topic, Task
 from tests.conftest import SAMPLE
 c = Collection.objects.create(name='bench', slug='bench')
@@ -69,11 +69,11 @@ users = [services.user_create(username=f'bench{{i:02d}}', password='bench-pw',
 persona = Persona.objects.create(name='Bench persona')
 topics = [Topic.objects.create(collection=c, number=str(n), title=f'topic {{n}}')
           for n in range(1, 11)]
-p = services.project_create(name='bench', collection=c, personas=[persona], topics=topics,
+p = projects.project_create(name='bench', collection=c, personas=[persona], topics=topics,
                             annotators=users, overlap=1)
 per = len(docs) // len(topics)
 for i, t in enumerate(topics):
-    services.project_tasks_add(project=p, round_=p.rounds.get(), topic=t, persona=persona,
+    projects.project_tasks_add(project=p, round_=p.rounds.get(), topic=t, persona=persona,
                                documents=docs[i * per:(i + 1) * per])
 print(Task.objects.count(), 'tasks')
 """

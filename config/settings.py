@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "annotate",
     "review",
     "ranking",
+    "config",  # above the apps: the demo command
 ]
 
 MIDDLEWARE = [

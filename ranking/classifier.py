@@ -4,6 +4,9 @@ collection's messages and a persona's labels, train, store a version, report."""
 import logging
 import re
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -13,6 +16,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from annotate.jobs import JobProgress, job_finish, job_start, queue_on_commit
 from annotate.models import (
     Adjudication,
     Answer,
@@ -22,12 +26,41 @@ from annotate.models import (
     Judgment,
     Persona,
     ReferenceSensitivity,
-    SensitivityModel,
 )
 from ranking import sensitivity
+from ranking.models import SensitivityModel
 
 logger = logging.getLogger(__name__)
-SOURCES = ("annotations", "reference", "categories", "decisions")
+SOURCES = ("annotations", "reference", "categories")
+TITLES = {
+    "annotations": "Annotators' persona-sensitivity answers",
+    "reference": "Imported sensitivity labels",
+    "categories": "Category codes as a surrogate",
+}
+# Label sources and report lines other apps add when Django starts (the review app: the
+# archivists' decisions, the queue at each retrain), so that ranking never imports them.
+_ADDED_SOURCES: dict[str, Callable[..., dict[int, int]]] = {}
+_REPORT_LINES: list[Callable[..., dict]] = []
+
+
+def label_source_add(name: str, title: str, labels: Callable[..., dict[int, int]]) -> None:
+    """Offer ``labels(collection=, persona=)`` -> ``{document id: 0/1}`` as source ``name``
+    (``title``: how the lead's page names it)."""
+    _ADDED_SOURCES[name] = labels
+    TITLES[name] = title
+
+
+def report_lines_add(lines: Callable[..., dict]) -> None:
+    """Add ``lines(collection=, persona=)`` -> ``{key: value}`` to every training report."""
+    if lines not in _REPORT_LINES:
+        _REPORT_LINES.append(lines)
+
+
+def sources() -> tuple[str, ...]:
+    """Every label source a classifier can be trained from."""
+    return (*SOURCES, *_ADDED_SOURCES)
+
+
 _PRIORITY = re.compile(
     r"^(x-priority:\s*[12]\b|importance:\s*high\b|priority:\s*urgent\b|x-msmail-priority:\s*high\b)",
     re.IGNORECASE | re.MULTILINE,
@@ -115,8 +148,8 @@ def sensitivity_labels(
     - ``categories``: a surrogate, as the SIGIR 2019 study used MeSH categories: sensitive
       when a document's category codes start with one of ``categories``; documents without
       category codes get no label;
-    - ``decisions``: the annotations and imported labels, overridden by the archivists'
-      decisions in force (withhold: sensitive; release: not; not relevant: no label).
+    - a source another app added (``label_source_add``): the review app's ``decisions``,
+      the annotations and imported labels overridden by the archivists' decisions in force.
     """
     labels: dict[int, int] = {}
     if source == "annotations":
@@ -146,23 +179,10 @@ def sensitivity_labels(
             codes = (meta or {}).get("categories") or []
             if codes:
                 labels[doc] = int(any(_in_category(c, p) for c in codes for p in prefixes))
-    elif source == "decisions":
-        from review.models import Decision
-
-        for base in ("annotations", "reference"):
-            labels.update(sensitivity_labels(collection=collection, persona=persona, source=base))
-        latest: dict[int, str] = {}
-        for doc, kind in (
-            Decision.objects.filter(persona=persona, document__collection=collection)
-            .order_by("decided_at", "id")
-            .values_list("document_id", "kind")
-        ):
-            latest[doc] = kind
-        for doc, kind in latest.items():
-            if kind in (Decision.Kind.WITHHOLD, Decision.Kind.RELEASE):
-                labels[doc] = int(kind == Decision.Kind.WITHHOLD)
+    elif source in _ADDED_SOURCES:
+        labels = _ADDED_SOURCES[source](collection=collection, persona=persona)
     else:
-        raise ClassifierError(f"unknown label source {source!r}; use one of {', '.join(SOURCES)}")
+        raise ClassifierError(f"unknown label source {source!r}; use one of {', '.join(sources())}")
     return labels
 
 
@@ -282,19 +302,8 @@ def sensitivity_model_train(
         report["features"] = len(featurizer.names)
         report["documents_scored"] = len(ids)
         report["predicted_sensitive"] = int((scores >= trained.threshold).sum())
-        from review.models import ReviewRequest
-
-        # How the archivists' queue stands at each retrain (it should shrink over them).
-        report["pending_reviews"] = (
-            ReviewRequest.objects.filter(
-                persona=persona,
-                document__collection=collection,
-                status=ReviewRequest.Status.PENDING,
-            )
-            .values("document_id")
-            .distinct()
-            .count()
-        )
+        for lines in _REPORT_LINES:
+            report.update(lines(collection=collection, persona=persona))
         return SensitivityModel.objects.create(
             collection=collection,
             persona=persona,
@@ -318,7 +327,7 @@ def job_sensitivity_create(
     user=None,
 ) -> Job:
     """Record a training job and queue it once the transaction commits."""
-    if source not in SOURCES:
+    if source not in sources():
         raise ClassifierError(f"unknown label source {source!r}")
     if objective not in ("f1", "f2"):
         raise ClassifierError("the threshold objective must be f1 or f2")
@@ -334,16 +343,13 @@ def job_sensitivity_create(
         },
         message=f"Waiting for a worker to train {persona.name}'s sensitivity classifier",
     )
-    from ranking.tasks import sensitivity_train_task
-
-    transaction.on_commit(lambda: sensitivity_train_task.delay(job.pk))
+    queue_on_commit("ranking.tasks.sensitivity_train_task", job.pk)
     return job
 
 
 def job_sensitivity_run(*, job_id: int) -> None:
-    from annotate import services
-
-    job = services.job_start(job_id=job_id)
+    """Run a queued classifier training job (a finished job is not run again)."""
+    job = job_start(job_id=job_id)
     if job is None:
         return
     p = job.params
@@ -354,19 +360,17 @@ def job_sensitivity_run(*, job_id: int) -> None:
             source=p["source"],
             categories=p.get("categories") or (),
             objective=p.get("objective", "f1"),
-            progress=services.JobProgress(job),
+            progress=JobProgress(job),
         )
     except ClassifierError as exc:
-        services.job_finish(job=job, ok=False, message=str(exc))
+        job_finish(job=job, ok=False, message=str(exc))
         return
     except Exception as exc:
         logger.exception("sensitivity job %s failed", job.pk)
-        services.job_finish(
-            job=job, ok=False, message=f"Training failed: {type(exc).__name__}: {exc}"
-        )
+        job_finish(job=job, ok=False, message=f"Training failed: {type(exc).__name__}: {exc}")
         raise
     r = model.report
-    services.job_finish(
+    job_finish(
         job=job,
         ok=True,
         message=(
@@ -418,3 +422,56 @@ def out_of_fold_scores(
         "held_out_f1": float(f1_score(y, predicted, zero_division=0)),
     }
     return {m.docid: float(v) for m, v in zip(messages, p, strict=True)}, threshold, report
+
+
+@dataclass(frozen=True)
+class StoredScores:
+    """A classifier version as the routing and the review page read it."""
+
+    p: dict[str, float]  # docid -> P(sensitive)
+    row: dict[str, int]
+    names: list[str]
+    contribution_index: object = None  # numpy arrays, absent in files without them
+    contribution_value: object = None
+
+    def contributions(self, docid: str) -> tuple[list, list]:
+        """The features pushing this document towards sensitive and towards not sensitive,
+        strongest first, as (name, weight x value)."""
+        if self.contribution_index is None or docid not in self.row:
+            return [], []
+        index = self.contribution_index[self.row[docid]]
+        value = self.contribution_value[self.row[docid]]
+        pairs = [(self.names[i], float(v)) for i, v in zip(index, value, strict=True) if i >= 0]
+        return [x for x in pairs if x[1] > 0], [x for x in pairs if x[1] < 0]
+
+
+@lru_cache(maxsize=16)
+def _stored(path: str) -> StoredScores:
+    import joblib
+
+    stored = joblib.load(path)
+    featurizer = stored.get("featurizer")
+    return StoredScores(
+        p=dict(zip(stored["docids"], map(float, stored["scores"]), strict=True)),
+        row={docid: i for i, docid in enumerate(stored["docids"])},
+        names=list(featurizer.names) if featurizer is not None else [],
+        contribution_index=stored.get("contribution_index"),
+        contribution_value=stored.get("contribution_value"),
+    )
+
+
+def stored_scores(*, collection: Collection, persona: Persona):
+    """The persona's newest classifier version and its stored scores (None, None if none)."""
+    model = (
+        SensitivityModel.objects.filter(collection=collection, persona=persona)
+        .order_by("-version")
+        .first()
+    )
+    return (model, _stored(model.path)) if model is not None else (None, None)
+
+
+def sensitivity_scores(*, collection: Collection, persona: Persona) -> tuple[dict, int | None]:
+    """P(sensitive) per docid from the persona's newest classifier, and its version
+    (empty and None when none was trained: then every document needs review)."""
+    model, stored = stored_scores(collection=collection, persona=persona)
+    return (stored.p, model.version) if model is not None else ({}, None)

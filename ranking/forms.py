@@ -2,7 +2,7 @@
 
 from django import forms
 
-from annotate.models import LearningPlan
+from ranking.models import LearningPlan
 
 
 class LearningPlanForm(forms.Form):
@@ -67,14 +67,7 @@ class ClassifierForm(forms.Form):
     """Train a persona's sensitivity classifier over the collection (a worker job)."""
 
     persona = forms.ModelChoiceField(queryset=None)
-    source = forms.ChoiceField(
-        choices=[
-            ("annotations", "Annotators' persona-sensitivity answers"),
-            ("reference", "Imported sensitivity labels"),
-            ("categories", "Category codes as a surrogate"),
-            ("decisions", "Annotations and imported labels, with the archivists' decisions"),
-        ]
-    )
+    source = forms.ChoiceField(choices=[])
     categories = forms.CharField(
         required=False, max_length=500, help_text="Comma-separated codes (surrogate source)"
     )
@@ -84,9 +77,11 @@ class ClassifierForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         from annotate.models import Persona
+        from ranking.classifier import TITLES, sources
 
         super().__init__(*args, **kwargs)
         self.fields["persona"].queryset = Persona.objects.order_by("name")
+        self.fields["source"].choices = [(s, TITLES[s]) for s in sources()]
 
     def clean(self):
         data = super().clean()

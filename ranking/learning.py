@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotate import services
+from annotate.jobs import queue, queue_on_commit
 from annotate.labels import relevance_label
 from annotate.models import (
     Adjudication,
@@ -37,16 +37,14 @@ from annotate.models import (
     Answer,
     Document,
     Judgment,
-    LearningModel,
-    LearningPlan,
     Persona,
-    PoolEntry,
     Round,
     Task,
     Topic,
-    TopicSeed,
 )
+from annotate.projects import project_tasks_add_for_personas, round_open
 from ranking import active, features
+from ranking.models import LearningModel, LearningPlan, PoolEntry, TopicSeed
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +128,7 @@ def learning_plan_create(
                 project.rounds.filter(is_open=True, kind=Round.Kind.PRODUCTION)
                 .order_by("-number")
                 .first()
-            ) or services.round_open(project=project)
+            ) or round_open(project=project)
         plan = LearningPlan.objects.create(
             project=project,
             topic=topic,
@@ -339,9 +337,7 @@ def learning_nudge(*, plan_id: int) -> None:
     Robust: if the broker is down the error is logged and the judgment that asked stays
     saved; the next judgment, the next empty queue or the worker's start asks again.
     """
-    from ranking.tasks import learning_step_task
-
-    transaction.on_commit(lambda: learning_step_task.delay(plan_id), robust=True)
+    queue_on_commit("ranking.tasks.learning_step_task", plan_id, robust=True)
 
 
 def learning_judged(*, project_id: int, topic_id: int) -> None:
@@ -626,7 +622,7 @@ def _sensitivity_scores(plan, matrix, row_of) -> np.ndarray | None:
 
 
 def _enqueue(plan: LearningPlan, documents: list[Document], source: str) -> int:
-    return services.project_tasks_add_for_personas(
+    return project_tasks_add_for_personas(
         project=plan.project,
         round_=plan.round,
         topic=plan.topic,
@@ -673,10 +669,8 @@ def learning_sweep() -> int:
             status__in=[LearningPlan.Status.SEEDING, LearningPlan.Status.LEARNING]
         ).values_list("pk", flat=True)
     )
-    from ranking.tasks import learning_step_task
-
     for plan_id in ids:
-        learning_step_task.delay(plan_id)
+        queue("ranking.tasks.learning_step_task", plan_id)
     return len(ids)
 
 
@@ -689,7 +683,7 @@ def machine_labels_write(
     """Label every unjudged candidate with the model's P(relevant) (replacing older labels
     of the topic); return how many were written. ``rows`` is ``_rows(plan)`` and ``state``
     the plan's state, as the step has just read them."""
-    from annotate.models import MachineLabel
+    from ranking.models import MachineLabel
 
     matrix, row_of, candidates = rows
     taken = list(_doc_rows(plan, row_of, state.labels).values())

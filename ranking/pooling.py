@@ -7,15 +7,21 @@ x RM3 expansion off / on, x BM25 / query likelihood with Dirichlet smoothing (mu
 """
 
 import itertools
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
-from annotate.models import AnnotationProject, Document, PoolEntry, Round, Task
+from annotate.jobs import JobProgress, job_finish, job_start, queue_on_commit
+from annotate.models import AnnotationProject, Document, Job, Round, Task
+from annotate.projects import project_tasks_add_for_personas
 from ranking import lucene, runs
+from ranking.models import PoolEntry
 from ranking.services import IndexNotReady, index_paths
+
+logger = logging.getLogger(__name__)
 
 FIELDS = {
     "title": lambda t: t.title,
@@ -115,14 +121,12 @@ def project_pool(
                 pool[docid] = min(pool.get(docid, rank), rank)
         # Judged in order of the best rank any system gave the document.
         pools[topic.pk] = sorted(pool, key=lambda d: (pool[d], d))
-    from annotate import services
-
     added = 0
     with transaction.atomic():
         PoolEntry.objects.filter(project=project).delete()
         PoolEntry.objects.bulk_create(entries, batch_size=2000)
         for topic in topics:
-            added += services.project_tasks_add_for_personas(
+            added += project_tasks_add_for_personas(
                 project=project,
                 round_=round_,
                 topic=topic,
@@ -137,3 +141,47 @@ def project_pool(
         "tasks_added": added,
         "run_files": sorted(str(p) for p in out_dir.glob("*.run")),
     }
+
+
+def job_pool_create(*, project: AnnotationProject, round_: Round, depth: int, user=None) -> Job:
+    """Record a pooling job for a project's round and queue it once the transaction commits."""
+    if not 1 <= depth <= 1000:
+        raise ValueError("the pool depth must be between 1 and 1000")
+    if round_.project_id != project.pk:
+        raise ValueError("the round is not the project's")
+    job = Job.objects.create(
+        kind=Job.Kind.POOL,
+        collection=project.collection,
+        created_by=user,
+        params={"project": project.slug, "round": round_.pk, "depth": depth},
+        message=f"Waiting for a worker to pool {project.name} (depth {depth})",
+    )
+    queue_on_commit("ranking.tasks.pool_task", job.pk)
+    return job
+
+
+def job_pool_run(*, job_id: int) -> None:
+    """Run a queued pooling job: twelve systems, provenance, run files, pooled tasks."""
+    job = job_start(job_id=job_id)
+    if job is None:
+        return
+    project = AnnotationProject.objects.get(slug=job.params["project"])
+    round_ = Round.objects.get(pk=job.params["round"], project=project)
+    try:
+        result = project_pool(
+            project=project, round_=round_, depth=job.params["depth"], progress=JobProgress(job)
+        )
+    except Exception as exc:
+        logger.exception("pooling job %s failed", job.pk)
+        job_finish(job=job, ok=False, message=f"Pooling failed: {type(exc).__name__}: {exc}")
+        raise
+    sizes = result["pool_sizes"].values()
+    job_finish(
+        job=job,
+        ok=True,
+        message=(
+            f"Pooled {len(result['systems'])} systems at depth {result['depth']}: "
+            f"{sum(sizes)} documents over {len(sizes)} topics, {result['tasks_added']} new tasks"
+        ),
+        report=result,
+    )

@@ -46,28 +46,3 @@ def evaluate(qrels: Qrels, run: Run, measures: Iterable[str] = DEFAULT_MEASURES)
     ]
     results = ir_measures.calc_aggregate(parsed, qrels_list, run_list)
     return {str(m): float(results.get(m, 0.0)) for m in parsed}
-
-
-def read_qrels_file(path, fmt: str = "trec") -> dict[str, dict[str, int]]:
-    """``{topic: {docid: grade}}`` from a qrels file (the import formats); ``ValueError``
-    naming the file and lines when it cannot be read or is malformed."""
-    from pathlib import Path
-
-    from annotate.parsing import Issue
-    from annotate.parsing.trec import iter_qrels
-
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-    name = Path(path).name
-    grades: dict[str, dict[str, int]] = {}
-    problems = []
-    for item in iter_qrels(data, name, fmt=fmt):
-        if isinstance(item, Issue):
-            problems.append(str(item))
-        else:
-            grades.setdefault(item.topic, {})[item.docid] = item.grade
-    if problems:
-        raise ValueError(f"{name} is malformed:\n" + "\n".join(problems[:20]))
-    return grades

@@ -1,8 +1,9 @@
 """Reads for the active-learning pages."""
 
-from annotate.models import AnnotationProject, LearningPlan
+from annotate.models import AnnotationProject
 from ranking import active
 from ranking.learning import batch_size, plan_state
+from ranking.models import LearningPlan
 
 
 def learning_overview(*, project: AnnotationProject) -> list[dict]:

@@ -1,5 +1,6 @@
 """Django glue for the ranking core: build a collection's index and features, search it."""
 
+import logging
 import os
 import shutil
 import time
@@ -11,10 +12,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.models import Collection, Document
+from annotate.jobs import JobProgress, job_finish, job_start, queue_on_commit
+from annotate.models import Collection, Document, Job
 from annotate.selectors import collection_index_documents
 from ranking import features, lucene, visible
 from ranking.highlight import query_stems, snippet
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -117,8 +121,6 @@ def relevance_qrels(
 ) -> dict[str, dict[str, int]]:
     """The qrels of ``path`` (a file in one of the import formats), else the collection's
     imported ones; ``ValueError`` naming what was wrong with the file."""
-    from ranking.runs import read_qrels_file
-
     return read_qrels_file(path, fmt) if path else reference_qrels(collection=collection)
 
 
@@ -203,3 +205,79 @@ def collection_search(
     )
     stems = query_stems(query, lucene.stem)
     return [SearchResult(doc, score, result_snippet(doc, stems)) for doc, score in ranked]
+
+
+def job_index_create(*, collection: Collection, user=None) -> Job:
+    """Record an index build and queue it once the transaction commits."""
+    job = Job.objects.create(
+        kind=Job.Kind.INDEX,
+        collection=collection,
+        created_by=user,
+        message="Waiting for a worker to build the index",
+    )
+    queue_on_commit("ranking.tasks.index_build_task", job.pk)
+    return job
+
+
+def _index_execute(job: Job, progress, *, force: bool = False) -> dict:
+    try:
+        result = index_build(collection_id=job.collection_id, progress=progress, force=force)
+    except Exception as exc:
+        logger.exception("index job %s failed", job.pk)
+        job_finish(job=job, ok=False, message=f"Index build failed: {type(exc).__name__}: {exc}")
+        raise
+    if result.get("skipped"):
+        message = f"Index already current (version {result['version']})"
+    else:
+        message = (
+            f"Indexed {result['documents']} documents (version {result['version']}): Lucene "
+            f"{result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s, "
+            f"{result['terms']} terms"
+        )
+    job_finish(job=job, ok=True, message=message, report=result)
+    return result
+
+
+def job_index_run(*, job_id: int) -> None:
+    """Run a queued index build job."""
+    job = job_start(job_id=job_id)
+    if job is None:
+        return
+    _index_execute(job, JobProgress(job))
+
+
+def index_recorded(*, collection: Collection, progress=None, force: bool = False) -> dict:
+    """Build a collection's index now (command line, demo), recorded as a job."""
+    job = Job.objects.create(
+        kind=Job.Kind.INDEX,
+        status=Job.Status.RUNNING,
+        started_at=timezone.now(),
+        collection=collection,
+        params={"source": "command line"},
+    )
+    return _index_execute(job, progress, force=force)
+
+
+def read_qrels_file(path, fmt: str = "trec") -> dict[str, dict[str, int]]:
+    """``{topic: {docid: grade}}`` from a qrels file (the import formats); ``ValueError``
+    naming the file and lines when it cannot be read or is malformed."""
+    from pathlib import Path
+
+    from annotate.parsing import Issue
+    from annotate.parsing.trec import iter_qrels
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    name = Path(path).name
+    grades: dict[str, dict[str, int]] = {}
+    problems = []
+    for item in iter_qrels(data, name, fmt=fmt):
+        if isinstance(item, Issue):
+            problems.append(str(item))
+        else:
+            grades.setdefault(item.topic, {})[item.docid] = item.grade
+    if problems:
+        raise ValueError(f"{name} is malformed:\n" + "\n".join(problems[:20]))
+    return grades

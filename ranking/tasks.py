@@ -5,7 +5,7 @@ import logging
 from celery import shared_task
 from celery.signals import worker_ready
 
-from annotate import services
+from ranking import pooling, services
 
 
 @shared_task(acks_late=True)
@@ -18,7 +18,7 @@ def index_build_task(job_id: int) -> None:
 def pool_task(job_id: int) -> None:
     """Pool a project's topics with twelve systems (idempotent: a finished job is not rerun,
     and rerunning the pool adds no task twice)."""
-    services.job_pool_run(job_id=job_id)
+    pooling.job_pool_run(job_id=job_id)
 
 
 @shared_task(acks_late=True)

@@ -10,9 +10,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotate import roles
-from annotate.models import AnnotationProject, Collection, Document, LearningPlan, Topic
+from annotate.models import AnnotationProject, Collection, Document, Topic
 from ranking import learning, selectors
 from ranking.forms import ClassifierForm, LearningPlanForm, TopicForm
+from ranking.models import LearningPlan
 from ranking.services import IndexNotReady, collection_search
 
 lead_required = roles.role_required(roles.LEAD)
@@ -158,8 +159,9 @@ def topic_seed_mark(request, slug, number, document_id):
 @lead_required
 def classifiers(request, slug):
     """The persona classifiers of a collection: versions, reports, and training."""
-    from annotate.models import Job, SensitivityModel
+    from annotate.models import Job
     from ranking.classifier import ClassifierError, job_sensitivity_create
+    from ranking.models import SensitivityModel
 
     collection = get_object_or_404(Collection, slug=slug)
     form = ClassifierForm(request.POST or None)

@@ -4,3 +4,18 @@ from django.apps import AppConfig
 class ReviewConfig(AppConfig):
     name = "review"
     verbose_name = "Search and archivist review"
+
+    def ready(self):
+        from ranking import classifier
+        from review import (
+            selectors,
+            tasks,  # noqa: F401 - registers the entry points services queue by name
+        )
+
+        # The archivists' decisions teach the classifier; ranking does not import review.
+        classifier.label_source_add(
+            "decisions",
+            "Annotations and imported labels, with the archivists' decisions",
+            selectors.decision_labels,
+        )
+        classifier.report_lines_add(selectors.pending_reviews)

@@ -8,6 +8,67 @@ from django.db.models.functions import Abs
 
 from review.models import Decision, ReviewRequest, SearchLog
 
+# --- The decision in force: one definition -----------------------------------------------
+# A document's decision for a persona is its latest (by decided_at, then id). It is in force
+# unless it is a reopening (the document goes back to the classifier) or a withholding whose
+# last day has come (``until``: it is asked about again). Routing, the searcher's released
+# list, reopening, the decisions page and the classifier's labels all read it from here.
+
+
+def decision_in_force(kind: str, until, today) -> bool:
+    """Whether a document's latest decision (``kind``, ``until``) holds on ``today``."""
+    if kind == Decision.Kind.REOPEN:
+        return False
+    return not (kind == Decision.Kind.WITHHOLD and until is not None and until <= today)
+
+
+def decisions_in_force_kinds(
+    *, persona, today, collection=None, document_ids=None
+) -> dict[int, str]:
+    """``{document id: kind}`` of the decisions in force for ``persona`` over a collection
+    or some documents (release, withhold or not relevant)."""
+    decisions = Decision.objects.filter(persona=persona)
+    if collection is not None:
+        decisions = decisions.filter(document__collection=collection)
+    if document_ids is not None:
+        decisions = decisions.filter(document_id__in=list(document_ids))
+    latest: dict[int, tuple[str, object]] = {}
+    for doc_id, kind, until in (
+        decisions.order_by("decided_at", "id")
+        .values_list("document_id", "kind", "until")
+        .iterator()
+    ):
+        latest[doc_id] = (kind, until)
+    return {d: k for d, (k, until) in latest.items() if decision_in_force(k, until, today)}
+
+
+def decision_labels(*, collection, persona) -> dict[int, int]:
+    """The classifier's ``decisions`` labels: the annotations and imported labels, overridden
+    by the decisions in force (withhold: sensitive; release: not; not relevant: no label)."""
+    from django.utils import timezone
+
+    from ranking.classifier import sensitivity_labels
+
+    labels: dict[int, int] = {}
+    for base in ("annotations", "reference"):
+        labels.update(sensitivity_labels(collection=collection, persona=persona, source=base))
+    in_force = decisions_in_force_kinds(
+        persona=persona, collection=collection, today=timezone.localdate()
+    )
+    for doc, kind in in_force.items():
+        if kind in (Decision.Kind.WITHHOLD, Decision.Kind.RELEASE):
+            labels[doc] = int(kind == Decision.Kind.WITHHOLD)
+    return labels
+
+
+def pending_reviews(*, collection, persona) -> dict[str, int]:
+    """How the archivists' queue stands (documents waiting), for a classifier's report."""
+    pending = ReviewRequest.objects.filter(
+        persona=persona, document__collection=collection, status=ReviewRequest.Status.PENDING
+    )
+    return {"pending_reviews": pending.values("document_id").distinct().count()}
+
+
 QUEUE_ORDERS = {
     "waiting": ("Searchers waiting longest first, then most uncertain", ("first", "uncertainty")),
     "uncertain": ("Most uncertain first, then waiting longest", ("uncertainty", "first")),
@@ -42,13 +103,21 @@ def review_queue(*, order: str = "waiting", limit: int = 100) -> list[dict]:
 
 
 def decisions_in_force(*, kind: str = "", limit: int = 200) -> list[Decision]:
-    """The latest decision per (persona, document) that is not a reopening, newest first."""
+    """The decisions in force (``decision_in_force``) over every persona and document, newest
+    first. Decisions are written with ``decided_at`` = now, so the latest id of a (persona,
+    document) is its latest decision."""
+    from django.utils import timezone
+
     latest = (
         Decision.objects.values("persona_id", "document_id")
         .annotate(last=Max("id"))
         .values_list("last", flat=True)
     )
-    decisions = Decision.objects.filter(id__in=latest).exclude(kind=Decision.Kind.REOPEN)
+    decisions = (
+        Decision.objects.filter(id__in=latest)
+        .exclude(kind=Decision.Kind.REOPEN)
+        .exclude(kind=Decision.Kind.WITHHOLD, until__lte=timezone.localdate())
+    )
     if kind:
         decisions = decisions.filter(kind=kind)
     return list(
@@ -144,7 +213,6 @@ def loop_sessions(
 
     from annotate.labels import final_labels
     from ranking import measures
-    from ranking.classifier import sensitivity_labels
     from ranking.services import reference_qrels
     from review.models import Publication
 
@@ -162,9 +230,7 @@ def loop_sessions(
         requests.setdefault(r.search_id, []).append(r)
     sensitive = {
         doc
-        for doc, label in sensitivity_labels(
-            collection=collection, persona=persona, source="decisions"
-        ).items()
+        for doc, label in decision_labels(collection=collection, persona=persona).items()
         if label
     }
     topics = {" ".join(t.title.lower().split()): t.number for t in collection.topics.all()}

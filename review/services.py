@@ -13,15 +13,18 @@ import logging
 import math
 from dataclasses import dataclass
 from datetime import date
-from functools import lru_cache
 
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.models import Collection, Document, Persona, SensitivityModel
+from annotate.jobs import queue_on_commit
+from annotate.models import Collection, Document, Persona
+from ranking.classifier import sensitivity_scores
+from ranking.models import SensitivityModel
 from review import visibility
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
+from review.selectors import decisions_in_force_kinds
 
 logger = logging.getLogger(__name__)
 
@@ -40,69 +43,6 @@ def audit(*, user, action: str, collection=None, document=None, **detail) -> Aud
         detail=detail,
         at=timezone.now(),
     )
-
-
-@dataclass(frozen=True)
-class StoredScores:
-    """A classifier version as the routing and the review page read it."""
-
-    p: dict[str, float]  # docid -> P(sensitive)
-    row: dict[str, int]
-    names: list[str]
-    contribution_index: object = None  # numpy arrays, absent in files without them
-    contribution_value: object = None
-
-    def contributions(self, docid: str) -> tuple[list, list]:
-        """The features pushing this document towards sensitive and towards not sensitive,
-        strongest first, as (name, weight x value)."""
-        if self.contribution_index is None or docid not in self.row:
-            return [], []
-        index = self.contribution_index[self.row[docid]]
-        value = self.contribution_value[self.row[docid]]
-        pairs = [(self.names[i], float(v)) for i, v in zip(index, value, strict=True) if i >= 0]
-        return [x for x in pairs if x[1] > 0], [x for x in pairs if x[1] < 0]
-
-
-@lru_cache(maxsize=16)
-def _stored(path: str) -> StoredScores:
-    import joblib
-
-    stored = joblib.load(path)
-    featurizer = stored.get("featurizer")
-    return StoredScores(
-        p=dict(zip(stored["docids"], map(float, stored["scores"]), strict=True)),
-        row={docid: i for i, docid in enumerate(stored["docids"])},
-        names=list(featurizer.names) if featurizer is not None else [],
-        contribution_index=stored.get("contribution_index"),
-        contribution_value=stored.get("contribution_value"),
-    )
-
-
-def stored_scores(*, collection: Collection, persona: Persona):
-    """The persona's newest classifier version and its stored scores (None, None if none)."""
-    model = (
-        SensitivityModel.objects.filter(collection=collection, persona=persona)
-        .order_by("-version")
-        .first()
-    )
-    return (model, _stored(model.path)) if model is not None else (None, None)
-
-
-def sensitivity_scores(*, collection: Collection, persona: Persona) -> tuple[dict, int | None]:
-    """P(sensitive) per docid from the persona's newest classifier, and its version
-    (empty and None when none was trained: then every document needs review)."""
-    model, stored = stored_scores(collection=collection, persona=persona)
-    return (stored.p, model.version) if model is not None else ({}, None)
-
-
-def current_decisions(*, persona: Persona, document_ids) -> dict[int, Decision]:
-    """The decision in force per document (the latest; None-like when reopened)."""
-    out: dict[int, Decision] = {}
-    for d in Decision.objects.filter(persona=persona, document_id__in=list(document_ids)).order_by(
-        "decided_at", "id"
-    ):
-        out[d.document_id] = d
-    return {k: v for k, v in out.items() if v.kind != Decision.Kind.REOPEN}
 
 
 @dataclass
@@ -158,14 +98,8 @@ def search_protected(*, user, collection: Collection, query: str) -> SearchOutco
             shown=[d.pk for d in shown],
             classifier=view.key[3][0] if view.key[3] else None,
         )
-        transaction.on_commit(lambda: _queue_review_requests(search.pk), robust=True)
+        queue_on_commit("review.tasks.review_requests_task", search.pk, robust=True)
     return SearchOutcome(search, shown, scores, publication.show_pending_notice)
-
-
-def _queue_review_requests(search_id: int) -> None:
-    from review.tasks import review_requests_task
-
-    review_requests_task.delay(search_id)
 
 
 def review_requests_create(*, search_id: int) -> int:
@@ -278,13 +212,14 @@ def released_for(*, user, search: SearchLog, already: set[int]) -> list[tuple[Do
         .select_related("document")
         .order_by("rank", "document__docid")
     )
-    decisions = current_decisions(
-        persona=search.persona, document_ids=[r.document_id for r in requests]
+    in_force = decisions_in_force_kinds(
+        persona=search.persona,
+        document_ids=[r.document_id for r in requests],
+        today=timezone.localdate(),
     )
     out = []
     for r in requests:
-        decision = decisions.get(r.document_id)
-        if decision is None or decision.kind != Decision.Kind.RELEASE:
+        if in_force.get(r.document_id) != Decision.Kind.RELEASE:
             continue  # reopened or withheld since
         out.append((r.document, (r.decided_at - r.requested_at).total_seconds()))
     logged = {
@@ -393,8 +328,10 @@ def review_decide(
 def review_reopen(*, lead, persona: Persona, document: Document, note: str = "") -> Decision:
     """A lead takes back the decision in force on a document: it is routed by the classifier
     again, and asked about when it is uncertain."""
-    current = current_decisions(persona=persona, document_ids=[document.pk]).get(document.pk)
-    if current is None:
+    in_force = decisions_in_force_kinds(
+        persona=persona, document_ids=[document.pk], today=timezone.localdate()
+    )
+    if document.pk not in in_force:
         raise DecisionError("there is no decision in force on this document to reopen")
     if len(note) > 10_000:
         raise DecisionError("the note is longer than 10,000 characters")
@@ -415,7 +352,7 @@ def review_reopen(*, lead, persona: Persona, document: Document, note: str = "")
             collection=document.collection,
             document=document,
             persona=persona.pk,
-            reopened=current.kind,
+            reopened=in_force[document.pk],
         )
     return decision
 

@@ -16,6 +16,7 @@ from annotate import roles
 from annotate.exports import csv_safe
 from annotate.models import Collection, Document, Persona
 from ranking import lucene
+from ranking.classifier import stored_scores
 from ranking.highlight import query_stems
 from ranking.services import result_snippet
 from review import selectors, services
@@ -130,7 +131,7 @@ def queue(request):
 def item(request, persona_id, document_id):
     persona = get_object_or_404(Persona, pk=persona_id)
     doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
-    model, stored = services.stored_scores(collection=doc.collection, persona=persona)
+    model, stored = stored_scores(collection=doc.collection, persona=persona)
     towards, away = stored.contributions(doc.docid) if stored else ([], [])
     with transaction.atomic():
         services.audit(

@@ -21,11 +21,14 @@ from functools import lru_cache
 
 from django.utils import timezone
 
-from annotate.models import Collection, SensitivityModel
+from annotate.models import Collection
 from ranking import lucene
+from ranking.classifier import sensitivity_scores
+from ranking.models import SensitivityModel
 from ranking.services import IndexNotReady, index_paths
 from ranking.visible import Hit, Postings, VisibleIndex
 from review.models import Decision, Publication
+from review.selectors import decisions_in_force_kinds
 
 _lock = threading.Lock()
 _views: dict[int, "VisibleView"] = {}
@@ -75,24 +78,13 @@ def _key(publication: Publication) -> tuple:
 
 def decided(*, publication: Publication, today: date) -> tuple[set[int], set[int]]:
     """Document ids released and withheld by the decisions in force for the publication's
-    persona (the latest decision per document; a reopening or an expired withholding
-    leaves the document to the classifier)."""
-    latest: dict[int, tuple[str, date | None]] = {}
-    for doc_id, kind, until in (
-        Decision.objects.filter(
-            persona=publication.persona, document__collection=publication.collection
-        )
-        .order_by("decided_at", "id")
-        .values_list("document_id", "kind", "until")
-        .iterator()
-    ):
-        latest[doc_id] = (kind, until)
-    released = {d for d, (kind, _u) in latest.items() if kind == Decision.Kind.RELEASE}
-    withheld = {
-        d
-        for d, (kind, until) in latest.items()
-        if kind == Decision.Kind.WITHHOLD and (until is None or until > today)
-    }
+    persona (``selectors.decision_in_force``: a reopening or an expired withholding leaves
+    the document to the classifier)."""
+    kinds = decisions_in_force_kinds(
+        persona=publication.persona, collection=publication.collection, today=today
+    )
+    released = {d for d, kind in kinds.items() if kind == Decision.Kind.RELEASE}
+    withheld = {d for d, kind in kinds.items() if kind == Decision.Kind.WITHHOLD}
     return released, withheld
 
 
@@ -111,8 +103,6 @@ def visible_docids(*, publication: Publication, p: dict[str, float], today: date
 
 def view(publication: Publication) -> VisibleView:
     """This process's view of the publication's visible set, rebuilt when its key changed."""
-    from review.services import sensitivity_scores
-
     collection: Collection = publication.collection
     if collection.indexed_version is None:
         raise IndexNotReady(collection)

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate import roles, services
+from annotate import projects, roles, services
 from annotate.models import Collection
 from tests.browserkit import browser  # noqa: F401 (a fixture for the browser tests)
 from tests.learningkit import plan_setup  # noqa: F401 (worker tests' plan)
@@ -95,7 +95,7 @@ def make_project(sample_collection, make_user):
             collection=sample_collection, number="1", defaults={"title": "sequences window"}
         )
         persona, _ = Persona.objects.get_or_create(name="Maeve", defaults={"pain_points": "x"})
-        project = services.project_create(
+        project = projects.project_create(
             name=name,
             collection=sample_collection,
             personas=[persona],
@@ -106,7 +106,7 @@ def make_project(sample_collection, make_user):
             lease_minutes=lease,
         )
         docs = list(Document.objects.filter(collection=sample_collection).order_by("id"))
-        services.project_tasks_add(
+        projects.project_tasks_add(
             project=project,
             round_=project.rounds.get(),
             topic=topic,

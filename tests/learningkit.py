@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate import roles, services
+from annotate import projects, roles, services
 from annotate.models import Collection, Document, Persona, Task, Topic
 from ranking import learning
 from ranking.services import index_build
@@ -126,7 +126,7 @@ def plan_setup(worker_env, tmp_path, make_user, client):
     collection, truth = generated_collection(tmp_path)
     topic = Topic.objects.create(collection=collection, number="1", title="turbine blade cooling")
     annotator = make_user("al-worker-annotator", roles.ANNOTATOR)
-    project = services.project_create(
+    project = projects.project_create(
         name="Worker learning",
         collection=collection,
         personas=[Persona.objects.create(name="Donor")],

@@ -5,7 +5,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate.models import Persona, SensitivityModel
+from annotate.models import Persona
+from ranking import classifier
+from ranking.models import SensitivityModel
 from ranking.services import index_build
 from review import services, visibility
 from review.models import Publication, SearchLog
@@ -40,7 +42,7 @@ def store_scores(collection, persona, docids, scores, path, *, source="test"):
         trained_at=timezone.now(),
         seconds=0.1,
     )
-    services._stored.cache_clear()
+    classifier._stored.cache_clear()
     visibility.forget()
     return model
 

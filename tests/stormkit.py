@@ -3,7 +3,7 @@ and the answers the judging scenarios send, through the API and the judging page
 
 import pytest
 
-from annotate import roles, services
+from annotate import projects, roles
 from annotate.models import Document, Persona, Task, Topic
 
 BODY = {  # a judgment through the API (JSON)
@@ -31,7 +31,7 @@ def storm_project(transactional_db, sample_collection, make_user):
         Topic.objects.create(collection=sample_collection, number=str(n), title=f"t{n}")
         for n in range(1, 9)
     ]
-    project = services.project_create(
+    project = projects.project_create(
         name="Storm",
         collection=sample_collection,
         personas=[persona],
@@ -41,7 +41,7 @@ def storm_project(transactional_db, sample_collection, make_user):
     )
     docs = list(Document.objects.filter(collection=sample_collection).order_by("id")[:25])
     for topic in topics:  # 8 topics x 25 documents = 200 tasks
-        services.project_tasks_add(
+        projects.project_tasks_add(
             project=project,
             round_=project.rounds.get(),
             topic=topic,

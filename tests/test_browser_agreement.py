@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from annotate import roles, services
+from annotate import projects, roles, services
 from annotate.models import Document, Judgment, Persona, Round, Task, Topic
 from tests.browserkit import judge_by_keyboard, login, needs_chromium, watch
 from tests.conftest import SAMPLE
@@ -26,7 +26,7 @@ def round_project(collection, make_user):
         people[name].save()
     topic = Topic.objects.create(collection=collection, number="7", title="meeting schedule")
     persona = Persona.objects.create(name="Maeve")
-    project = services.project_create(
+    project = projects.project_create(
         name="Training",
         collection=collection,
         personas=[persona],
@@ -35,7 +35,7 @@ def round_project(collection, make_user):
         round_kind=Round.Kind.TRAINING,
     )
     docs = list(Document.objects.filter(collection=collection).order_by("docid")[:4])
-    services.project_tasks_add(
+    projects.project_tasks_add(
         project=project, round_=project.rounds.get(), topic=topic, persona=persona, documents=docs
     )
     return project, people

@@ -3,7 +3,7 @@ isolation between annotators, and hostile email kept inert (T9) under the CSP.""
 
 import pytest
 
-from annotate import roles, services
+from annotate import projects, roles, services
 from annotate.models import Document, Judgment, Persona, Topic
 from tests.browserkit import judge_by_keyboard, login, needs_chromium, wait_for, watch
 from tests.conftest import FIXTURES, SAMPLE
@@ -37,7 +37,7 @@ def project(collection, make_user, tmp_path):
         narrative="Any.",
     )
     persona = Persona.objects.create(name="Maeve", pain_points="family matters")
-    p = services.project_create(
+    p = projects.project_create(
         name="Browser",
         collection=collection,
         personas=[persona],
@@ -48,7 +48,7 @@ def project(collection, make_user, tmp_path):
     docs = sorted(
         Document.objects.filter(collection=collection), key=lambda d: d.docid != "box/xss.eml"
     )
-    services.project_tasks_add(
+    projects.project_tasks_add(
         project=p, round_=p.rounds.get(), topic=topic, persona=persona, documents=docs
     )
     return p, a, b

@@ -11,7 +11,7 @@ import os
 import pytest
 from django.urls import reverse
 
-from annotate import services
+from annotate import projects, services
 from annotate.models import Assignment, Judgment, Persona, Topic
 from ranking.services import index_build
 from review import services as review_services
@@ -49,14 +49,14 @@ def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection
     assert len(docs) == 3
     persona = Persona.objects.create(name="Donor")
     topic = Topic.objects.create(collection=collection, number="1", title="quarterly figures")
-    project = services.project_create(
+    project = projects.project_create(
         name="Hostile",
         collection=collection,
         personas=[persona],
         topics=[topic],
         annotators=[users["annotator"]],
     )
-    services.project_tasks_add(
+    projects.project_tasks_add(
         project=project, round_=project.rounds.get(), topic=topic, persona=persona, documents=docs
     )
     Publication.objects.create(collection=collection, persona=persona, published=True)

@@ -6,8 +6,8 @@ import time
 
 import redis
 
-from annotate.models import LearningModel, LearningPlan
 from ranking import learning
+from ranking.models import LearningModel, LearningPlan
 from tests.learningkit import judge_one_through_api, queued_count
 from tests.test_integration_worker import pytestmark  # noqa: F401 (the same skip rules)
 from tests.workerkit import Worker, judgments_checksum, wait_for

@@ -3,8 +3,10 @@ real Celery worker, which stores a new classifier version, and the next search u
 
 import time
 
-from annotate.models import Persona, ReferenceSensitivity, SensitivityModel
+from annotate.models import Persona, ReferenceSensitivity
+from ranking import classifier
 from ranking.classifier import sensitivity_model_train
+from ranking.models import SensitivityModel
 from ranking.services import index_build
 from review import services
 from review.models import AuditEvent, Publication, ReviewRequest
@@ -59,7 +61,7 @@ def test_decisions_retrain_the_classifier_in_the_worker_and_searches_use_it(
         worker.stop()
     assert second.source == "decisions" and second.report["n"] == len(docs)
     assert second.report["positives"] == first.report["positives"] - 3
-    p, version = services.sensitivity_scores(collection=c, persona=persona)
+    p, version = classifier.sensitivity_scores(collection=c, persona=persona)
     assert version == 2
     services.search_protected(user=users["searcher"], collection=c, query="linux")
     event = AuditEvent.objects.filter(action="search").latest("at")

@@ -120,7 +120,7 @@ def attack(worker_env, web, users):
 def _copy_scores(src, src_persona, dst, dst_persona):
     import joblib
 
-    from annotate.models import SensitivityModel
+    from ranking.models import SensitivityModel
 
     model = SensitivityModel.objects.get(collection=src, persona=src_persona)
     stored = joblib.load(model.path)

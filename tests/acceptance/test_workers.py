@@ -12,8 +12,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from annotate.models import Judgment, LearningModel, LearningPlan
+from annotate.models import Judgment
 from ranking import learning
+from ranking.models import LearningModel, LearningPlan
 from tests.acceptance.stack import Browser, Figures
 from tests.learningkit import judge_one_through_api, queued_count
 from tests.workerkit import Worker, judgments_checksum, wait_for

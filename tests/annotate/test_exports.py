@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
-from annotate import exports, selectors, services
+from annotate import exports, projects, selectors, services
 from annotate.models import Judgment, Round, Task
 from tests.exportkit import two_exports_of_one_snapshot
 
@@ -405,10 +405,10 @@ def test_a_round_can_be_built_from_the_imported_qrels(make_project, tmp_path):
     qrels = tmp_path / "old.qrels"
     qrels.write_text("".join(f"1 0 {d} {i % 2}\n" for i, d in enumerate(docs)))
     assert services.import_run(collection=project.collection, fmt="qrels-trec", path=qrels).ok
-    round_ = services.round_open(project=project, kind=Round.Kind.TRAINING)
-    assert services.project_tasks_from_reference(project=project, round_=round_) == 5
-    again = services.round_open(project=project)
-    relevant = services.project_tasks_from_reference(
+    round_ = projects.round_open(project=project, kind=Round.Kind.TRAINING)
+    assert projects.project_tasks_from_reference(project=project, round_=round_) == 5
+    again = projects.round_open(project=project)
+    relevant = projects.project_tasks_from_reference(
         project=project, round_=again, only_relevant=True
     )
     assert relevant == 2
@@ -417,7 +417,8 @@ def test_a_round_can_be_built_from_the_imported_qrels(make_project, tmp_path):
 def test_hybrid_qrels_add_flagged_machine_labels_only_where_nobody_judged(training, users, login):
     from django.utils import timezone
 
-    from annotate.models import Document, MachineLabel, Topic
+    from annotate.models import Document, Topic
+    from ranking.models import MachineLabel
 
     project, (a, _b), docs = training
     judge_through_api(a, project, answers(dict.fromkeys(docs, 2), dict.fromkeys(docs, "no")))

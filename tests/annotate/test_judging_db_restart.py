@@ -19,7 +19,7 @@ from django.db import close_old_connections, connection
 from django.test import Client
 from django.urls import reverse
 
-from annotate import roles, services
+from annotate import projects, roles
 from annotate.models import Document, Judgment, Persona, Topic
 from tests.stormkit import BODY
 
@@ -51,7 +51,7 @@ def test_t6_postgres_restart_under_load_loses_and_duplicates_nothing(
         for n in range(1, 9)
     ]
     persona = Persona.objects.create(name="P")
-    project = services.project_create(
+    project = projects.project_create(
         name="Restart",
         collection=sample_collection,
         personas=[persona],
@@ -59,7 +59,7 @@ def test_t6_postgres_restart_under_load_loses_and_duplicates_nothing(
         annotators=annotators,
     )
     for topic in topics:  # 8 topics x 39 messages: enough work to outlast the restarts
-        services.project_tasks_add(
+        projects.project_tasks_add(
             project=project,
             round_=project.rounds.get(),
             topic=topic,

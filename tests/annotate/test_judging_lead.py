@@ -99,6 +99,7 @@ def test_dashboard_title_is_plain_and_the_round_form_appears_once(client, users,
 
 
 def test_a_round_can_be_limited_to_chosen_topics_and_personas(login, users, make_project, tmp_path):
+    from annotate import projects
     from annotate import services as svc
     from annotate.models import Document, Persona, Topic
 
@@ -141,4 +142,4 @@ def test_a_round_can_be_limited_to_chosen_topics_and_personas(login, users, make
     assert "Choose a round kind" in r.content.decode()
     assert project.rounds.count() == 2
     with pytest.raises(ValueError, match="project's own topics"):
-        svc.project_tasks_from_reference(project=project, round_=new_round, topics=[foreign])
+        projects.project_tasks_from_reference(project=project, round_=new_round, topics=[foreign])

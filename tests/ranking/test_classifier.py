@@ -4,8 +4,9 @@ lead's page and its worker job, refusals."""
 import pytest
 from django.urls import reverse
 
-from annotate.models import Job, Persona, ReferenceSensitivity, SensitivityModel
+from annotate.models import Job, Persona, ReferenceSensitivity
 from ranking import classifier
+from ranking.models import SensitivityModel
 
 
 @pytest.fixture

@@ -6,18 +6,10 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from annotate import roles, services
-from annotate.models import (
-    Document,
-    Judgment,
-    LearningModel,
-    LearningPlan,
-    MachineLabel,
-    Persona,
-    Task,
-    Topic,
-)
+from annotate import projects, roles
+from annotate.models import Document, Judgment, Persona, Task, Topic
 from ranking import learning
+from ranking.models import LearningModel, LearningPlan, MachineLabel
 from tests.learningkit import generated_collection, judge_next
 
 pytestmark = pytest.mark.lucene
@@ -28,7 +20,7 @@ def setup(db, tmp_path, make_user):
     collection, truth = generated_collection(tmp_path)
     topic = Topic.objects.create(collection=collection, number="1", title="turbine blade cooling")
     annotator = make_user("al-annotator", roles.ANNOTATOR)
-    project = services.project_create(
+    project = projects.project_create(
         name="Learning",
         collection=collection,
         personas=[Persona.objects.create(name="Donor")],

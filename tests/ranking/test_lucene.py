@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate import services
+from annotate import projects, services
 from annotate.models import Collection, Document
 from ranking import lucene, runs
 from ranking.services import IndexNotReady, collection_search, index_build, index_paths
@@ -112,14 +112,14 @@ def test_search_pooling_adds_the_ranked_documents_as_tasks(mini, make_user):
     index_build(collection_id=mini.pk)
     mini.refresh_from_db()
     topic = mini.topics.get(number="1")  # "heat transfer in boundary layers ."
-    project = services.project_create(
+    project = projects.project_create(
         name="Pooled",
         collection=mini,
         personas=[Persona.objects.create(name="P")],
         topics=[topic],
         annotators=[make_user("pooler", roles.ANNOTATOR)],
     )
-    added = services.project_tasks_from_search(project=project, round_=project.rounds.get(), k=2)
+    added = projects.project_tasks_from_search(project=project, round_=project.rounds.get(), k=2)
     assert added == 2
     ranked = list(Task.objects.order_by("position").values_list("document__docid", "source"))
     assert ranked == [("1", "pool"), ("4", "pool")]

@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from annotate import roles, services
-from annotate.models import Collection, Job, Persona, PoolEntry, Task
+from annotate import projects, roles, services
+from annotate.models import Collection, Job, Persona, Task
 from ranking import pooling
+from ranking.models import PoolEntry
 from ranking.services import index_build
 
 pytestmark = pytest.mark.lucene
@@ -21,7 +22,7 @@ def project(db, make_user):
     services.import_run(collection=c, fmt="topics-smart-order", path=SMART / "mini.qry")
     index_build(collection_id=c.pk)
     c.refresh_from_db()
-    return services.project_create(
+    return projects.project_create(
         name="Pooled",
         collection=c,
         personas=[Persona.objects.create(name="P"), Persona.objects.create(name="Q")],

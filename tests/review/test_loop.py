@@ -9,8 +9,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate.models import Document, SensitivityModel
-from ranking import measures
+from annotate.models import Document
+from ranking import classifier, measures
+from ranking.models import SensitivityModel
 from review import selectors, services
 from review.models import AuditEvent, Publication, ReviewRequest, SearchLog
 from tests.reviewkit import searcher_search
@@ -106,7 +107,7 @@ def test_the_review_page_shows_what_pushes_this_document(published, login, users
         contribution_value=value,
     )
     joblib.dump(stored, model.path)
-    services._stored.cache_clear()
+    classifier._stored.cache_clear()
     doc = next(d for d in docs if d.docid == stored["docids"][0])
     page = login(users["archivist"]).get(reverse("review-item", args=[persona.pk, doc.pk]))
     html = page.content.decode()

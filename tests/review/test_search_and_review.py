@@ -122,6 +122,38 @@ def test_decisions_become_labels_for_the_classifier(published, users):
     assert labels == {withheld.pk: 1, released.pk: 0}
 
 
+def test_one_decision_in_force_for_routing_labels_reopening_and_the_decisions_page(
+    published, users
+):
+    """An expired withholding holds nowhere: not in routing, not as a label, not on the
+    decisions page, and there is nothing to reopen; a live one holds everywhere."""
+    from review import selectors, visibility
+
+    c, persona, docs, kinds = published
+    expired, live = docs[0], docs[1]
+    for doc, until in ((expired, -1), (live, 30)):
+        Decision.objects.create(
+            persona=persona,
+            document=doc,
+            kind="withhold",
+            until=timezone.localdate() + timedelta(days=until),
+            decided_by=users["archivist"],
+            decided_at=timezone.now() - timedelta(days=60),
+        )
+    publication = Publication.objects.get(collection=c)
+    _released, withheld = visibility.decided(publication=publication, today=timezone.localdate())
+    assert live.pk in withheld and expired.pk not in withheld
+    labels = sensitivity_labels(collection=c, persona=persona, source="decisions")
+    assert labels.get(live.pk) == 1 and expired.pk not in labels
+    page = {d.document_id for d in selectors.decisions_in_force()}
+    assert live.pk in page and expired.pk not in page
+    with pytest.raises(services.DecisionError, match="no decision in force"):
+        services.review_reopen(lead=users["lead"], persona=persona, document=expired)
+    services.review_reopen(lead=users["lead"], persona=persona, document=live)
+    _released, withheld = visibility.decided(publication=publication, today=timezone.localdate())
+    assert live.pk not in withheld
+
+
 def test_roles_keep_to_their_pages(published, login, users):
     c, persona, docs, kinds = published
     for role, url in (

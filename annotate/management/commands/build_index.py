@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
 from annotate.management import command_collection
-from annotate.services import index_recorded
+from ranking.services import index_recorded
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management import command_collection
 from annotate.parsing.trec import QREL_FORMATS
-from ranking import ltr, lucene, measures, protection, protection_eval, runs, sensitivity
+from ranking import ltr, lucene, measures, protection, protection_eval, sensitivity
 from ranking.classifier import (
     ClassifierError,
     metadata_labels,
@@ -22,6 +22,7 @@ from ranking.runs import topic_key
 from ranking.services import (
     collection_features,
     index_paths,
+    read_qrels_file,
     relevance_qrels,
     topics_with_relevant,
 )
@@ -257,7 +258,7 @@ class Command(BaseCommand):
         except ClassifierError as exc:
             raise CommandError(str(exc)) from None
         try:
-            per_topic = runs.read_qrels_file(opts["sensitivity"], "binary")
+            per_topic = read_qrels_file(opts["sensitivity"], "binary")
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         pks = dict(collection.documents.values_list("docid", "pk"))

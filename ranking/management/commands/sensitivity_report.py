@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management import command_collection
 from annotate.models import Persona
-from ranking.classifier import SOURCES, ClassifierError, sensitivity_model_train
+from ranking.classifier import ClassifierError, sensitivity_model_train, sources
 
 
 class Command(BaseCommand):
@@ -21,7 +21,7 @@ class Command(BaseCommand):
             action="store_true",
             help="create the persona if missing (surrogate personas, e.g. a CACM category)",
         )
-        parser.add_argument("--source", choices=SOURCES, default="annotations")
+        parser.add_argument("--source", choices=sources(), default="annotations")
         parser.add_argument(
             "--categories", default="", help="comma-separated codes that stand for sensitive"
         )

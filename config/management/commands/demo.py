@@ -13,9 +13,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from annotate import roles, services
-from annotate.demo import corpus
+from annotate import projects, roles, services
 from annotate.models import AnnotationProject, Collection, Persona, Round
+from config.demo import corpus
+from ranking import services as ranking_services
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 SAMPLE_DIR = Path(settings.BASE_DIR) / "tests" / "fixtures" / "emails" / "sample"
@@ -77,7 +78,7 @@ class Command(BaseCommand):
         self.say(f"Topics: {report.summary()}")
         if not collection.index_is_current:
             self.say("Building the Lucene index and TF-IDF features (about 20 s)...")
-            result = services.index_recorded(collection=collection)
+            result = ranking_services.index_recorded(collection=collection)
             self.say(f"Indexed {result['documents']} messages")
             collection.refresh_from_db()
         users = {
@@ -102,7 +103,7 @@ class Command(BaseCommand):
     def create_project(self, collection, annotators):
         """A training round on one topic, then a production round over all ten topics."""
         topics = collection.topics.order_by("number")
-        project = services.project_create(
+        project = projects.project_create(
             name="Demo judging",
             collection=collection,
             personas=Persona.objects.filter(name="Maeve Gallagher"),
@@ -114,11 +115,11 @@ class Command(BaseCommand):
             round_kind=Round.Kind.TRAINING,
         )
         training = project.rounds.get(number=1)
-        n = services.project_tasks_from_search(
+        n = projects.project_tasks_from_search(
             project=project, round_=training, k=5, topics=topics[:1]
         )
-        production = services.round_open(project=project, kind=Round.Kind.PRODUCTION)
-        n += services.project_tasks_from_search(project=project, round_=production, k=15)
+        production = projects.round_open(project=project, kind=Round.Kind.PRODUCTION)
+        n += projects.project_tasks_from_search(project=project, round_=production, k=15)
         self.say(f"Annotation project {project.name!r}: {n} tasks")
         self.create_learning_project(collection, annotators, topics)
 
@@ -127,7 +128,7 @@ class Command(BaseCommand):
         from ranking.learning import learning_plan_create
 
         topic = topics.get(number="403")
-        project = services.project_create(
+        project = projects.project_create(
             name="Demo active learning",
             collection=collection,
             personas=Persona.objects.filter(name="Maeve Gallagher"),

@@ -1,0 +1,184 @@
+"""The house's arrows, checked from the code's own imports (docs/architecture.md).
+
+Every import of the project's modules counts, at the top of a file or inside a function: a
+lazy import is still an arrow. The layers, bottom up, and the arrows allowed between apps are
+written once, here; a new module names its layer by where it lives (the rules below), or the
+test asks for it to be placed.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+APPS = ("annotate", "ranking", "review", "config")
+
+# Layers, bottom up: a module may import its own layer and the ones below, never above.
+CORE, DATA, SERVICES, ENTRY = 0, 1, 2, 3
+LAYER_NAMES = {CORE: "core", DATA: "data", SERVICES: "services", ENTRY: "entry points"}
+LAYERS = [
+    # pure: numpy / scipy / scikit-learn / pyserini, no Django, no app data
+    (
+        r"ranking\.(active|features|highlight|ltr|lucene|measures|protection|protection_eval"
+        r"|runs|sensitivity|simulate|visible)",
+        CORE,
+    ),
+    (r"annotate\.(agreement|parsing(\..+)?)", CORE),
+    (r"review\.(routing|simulate)", CORE),
+    # tables and the roles that guard them
+    (r"(annotate|ranking|review)\.models", DATA),
+    (r"annotate\.roles", DATA),
+    # writes and reads
+    (r"annotate\.(services|selectors|jobs|projects|labels|exports|charts|importers)", SERVICES),
+    (r"ranking\.(services|selectors|pooling|learning|classifier)", SERVICES),
+    (r"review\.(services|selectors|visibility)", SERVICES),
+    # what a request, a worker or a command enters through
+    (
+        r"(annotate|ranking|review)\.(views|api|annotation_api|judging|lead|forms|admin|apps"
+        r"|tasks|demo(\..+)?|management(\..+)?)",
+        ENTRY,
+    ),
+    (r"config(\..+)?", ENTRY),
+]
+# Between apps: annotate and ranking never import review; review may import both.
+FORBIDDEN_APPS = {("annotate", "review"), ("ranking", "review")}
+FRAMEWORKS = ("django", "rest_framework", "celery")
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the apps (migrations left out: they are history, not code)."""
+    out = {}
+    for app in APPS:
+        for path in (ROOT / app).rglob("*.py"):
+            rel = path.relative_to(ROOT).with_suffix("")
+            if "migrations" in rel.parts:
+                continue
+            parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+            out[".".join(parts)] = path
+    return out
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """The project modules and third-party top-level packages ``path`` imports."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        for name in names:
+            if name in known:
+                found.add(name)
+            elif name.split(".")[0] in FRAMEWORKS:
+                found.add(name.split(".")[0])
+    return found
+
+
+def layer(module: str) -> int:
+    for pattern, number in LAYERS:
+        if re.fullmatch(pattern, module):
+            return number
+    if module in APPS:  # a package's empty __init__
+        return CORE
+    raise LookupError(module)
+
+
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    return {m: imports(p, set(found)) - {m} for m, p in found.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in edges:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def violations(edges: dict[str, set[str]]) -> list[str]:
+    """Every arrow that points up a layer, between apps the wrong way, or from the pure core
+    into a framework."""
+    out = []
+    for a, targets in sorted(edges.items()):
+        for b in sorted(targets):
+            if b in FRAMEWORKS:
+                if layer(a) == CORE:
+                    out.append(f"{a} -> {b}: the core imports no framework")
+                continue
+            if (a.split(".")[0], b.split(".")[0]) in FORBIDDEN_APPS:
+                out.append(f"{a} -> {b}: {a.split('.')[0]} never imports {b.split('.')[0]}")
+            elif layer(b) > layer(a):
+                out.append(
+                    f"{a} ({LAYER_NAMES[layer(a)]}) -> {b} ({LAYER_NAMES[layer(b)]}): "
+                    "points up a layer"
+                )
+    return out
+
+
+def test_every_module_has_a_layer():
+    unplaced = []
+    for module in modules():
+        try:
+            layer(module)
+        except LookupError:
+            unplaced.append(module)
+    assert unplaced == [], f"place these modules in a layer (LAYERS): {unplaced}"
+
+
+def test_no_import_cycles():
+    assert cycles(graph()) == []
+
+
+def test_arrows_point_down_and_never_into_review_from_below():
+    assert violations(graph()) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "target", "expected"),
+    [
+        ("ranking.classifier", "review.models", "ranking never imports review"),
+        ("annotate.services", "annotate.views", "points up a layer"),
+        ("ranking.measures", "django", "the core imports no framework"),
+        ("annotate.models", "ranking.services", "points up a layer"),
+    ],
+)
+def test_a_forbidden_arrow_is_named(module, target, expected):
+    """The checks fail on a forbidden import: add one to the real graph and see it reported."""
+    edges = graph()
+    edges[module] = edges[module] | {target}
+    assert any(expected in line and module in line for line in violations(edges))
+
+
+def test_a_cycle_is_found():
+    edges = graph()
+    edges["annotate.models"] = edges["annotate.models"] | {"annotate.services"}
+    assert any({"annotate.models", "annotate.services"} <= set(c) for c in cycles(edges))
