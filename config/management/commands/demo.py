@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand
 from annotate import projects, roles, services
 from annotate.models import AnnotationProject, Collection, Persona, Round
 from config.demo import corpus
+from config.env import env_int
 from ranking import services as ranking_services
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
@@ -47,7 +48,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--setup-only", action="store_true", help="prepare, do not serve")
-        parser.add_argument("--port", type=int, default=int(os.environ.get("SASC_PORT", 8000)))
+        parser.add_argument("--port", type=int, default=env_int("SASC_PORT", 8000, minimum=1))
 
     def handle(self, *args, **opts):
         self.setup()
