@@ -129,6 +129,7 @@ def sensitivity_prevalence(labels: FinalLabels) -> bytes:
 
 
 def all_charts(labels: FinalLabels, rounds: list[dict]) -> dict[str, bytes]:
+    """Draw the three export pictures as PNG bytes, by file name."""
     return {
         "relevant-per-topic.png": relevant_per_topic(labels),
         "kappa-per-round.png": kappa_per_round(rounds),

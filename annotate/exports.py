@@ -11,7 +11,7 @@ import zipfile
 from collections import defaultdict
 
 from annotate import charts, selectors
-from annotate.labels import FinalLabels, final_labels, judgments, snapshot
+from annotate.labels import FinalLabels, final_labels, project_judgments, snapshot
 from annotate.models import AnnotationProject
 from ranking.models import MachineLabel
 from ranking.runs import topic_key
@@ -67,7 +67,7 @@ TABLE_COLUMNS = [
 def annotation_rows(project: AnnotationProject, labels: FinalLabels) -> list[dict]:
     """Every judgment with its context and the final labels of its unit, in id order."""
     rows = []
-    for j in judgments(project):
+    for j in project_judgments(project):
         t = j.task
         rel, rel_rule = labels.relevance[(t.topic.number, t.document.docid)]
         sens, sens_rule = labels.sensitivity[(t.persona.name, t.topic.number, t.document.docid)]
@@ -107,6 +107,7 @@ def csv_safe(value):
 
 
 def table_csv(rows: list[dict]) -> str:
+    """Write rows as CSV, cells that a spreadsheet would run as formulas defused."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=TABLE_COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -116,10 +117,12 @@ def table_csv(rows: list[dict]) -> str:
 
 
 def table_jsonl(rows: list[dict]) -> str:
+    """Write rows as JSON lines, one object per row."""
     return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
 
 
 def file_slug(name: str) -> str:
+    """Turn a name into a safe file-name part (persona names in export files)."""
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "persona"
 
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotate import projects, roles, selectors, services
+from annotate import judgments, projects, roles, selectors
 from annotate.forms import ProjectForm, TasksForm
 from annotate.models import Answer, Judgment
 from ranking.highlight import highlight, light_stem, query_stems
@@ -60,6 +60,7 @@ def _task_context(request, project, assignment, progress: dict | None = None) ->
 
 @roles.role_required(roles.ANNOTATOR, roles.LEAD)
 def project_list(request):
+    """List the projects the user annotates or leads, with their progress."""
     return render(
         request,
         "annotate/projects.html",
@@ -77,13 +78,13 @@ def judge(request, slug):
     next task and comes back here (post/redirect/get, for a browser without scripts)."""
     project = _project(request, slug)
     if request.method == "POST":
-        current = services.task_claim(user=request.user, project=project)
+        current = judgments.task_claim(user=request.user, project=project)
         if current is not None:
-            services.task_claim(
+            judgments.task_claim(
                 user=request.user, project=project, skip_task_ids=(current.task_id,)
             )
         return redirect("judge", slug=project.slug)
-    held = services.task_held(user=request.user, project=project)
+    held = judgments.task_held(user=request.user, project=project)
     current = held[0] if held else None
     following = held[1] if len(held) > 1 else None
     return render(
@@ -104,7 +105,7 @@ def next_task(request, slug):
     """Claim and return a task partial to preload, other than the ones the page shows."""
     project = _project(request, slug)
     held = tuple(int(x) for x in request.POST.getlist("held") if x.isdigit())
-    assignment = services.task_claim(user=request.user, project=project, skip_task_ids=held)
+    assignment = judgments.task_claim(user=request.user, project=project, skip_task_ids=held)
     if assignment is None:
         return HttpResponse(status=204)
     return render(
@@ -112,12 +113,12 @@ def next_task(request, slug):
     )
 
 
-def _answers(data) -> services.Answers:
+def _answers(data) -> judgments.Answers:
     try:
         relevance = int(data.get("relevance", ""))
     except ValueError:
         relevance = -1
-    return services.Answers(
+    return judgments.Answers(
         relevance=relevance,
         persona_sensitive=data.get("persona_sensitive", ""),
         personal_sensitive=data.get("personal_sensitive", ""),
@@ -125,7 +126,7 @@ def _answers(data) -> services.Answers:
     )
 
 
-def _error(request, exc: services.AnnotationError, fallback_url: str):
+def _error(request, exc: judgments.AnnotationError, fallback_url: str):
     if request.headers.get("X-Requested-With") == "fetch":
         return JsonResponse(
             {"code": exc.code, "message": exc.message, **exc.extra}, status=exc.status
@@ -158,12 +159,12 @@ def submit(request, slug, task_id):
     }
     try:
         if fetch:
-            judgment, created, following = services.judgment_submit_and_claim(
+            judgment, created, following = judgments.judgment_submit_and_claim(
                 project=project, skip_task_ids=held, **submitted
             )
         else:
-            judgment, created = services.judgment_submit(**submitted)
-    except services.AnnotationError as exc:
+            judgment, created = judgments.judgment_submit(**submitted)
+    except judgments.AnnotationError as exc:
         return _error(request, exc, judge_url)
     if not fetch:
         messages.success(request, "Saved.")
@@ -195,10 +196,11 @@ def submit(request, slug, task_id):
 @require_POST
 @annotator_required
 def skip(request, slug, task_id):
+    """Skip a held task with a reason; the next one is claimed by the page."""
     project = _project(request, slug)
     try:
-        services.task_skip(user=request.user, task_id=task_id, reason=request.POST.get("reason"))
-    except services.AnnotationError as exc:
+        judgments.task_skip(user=request.user, task_id=task_id, reason=request.POST.get("reason"))
+    except judgments.AnnotationError as exc:
         return _error(request, exc, reverse("judge", args=[project.slug]))
     if request.headers.get("X-Requested-With") == "fetch":
         return JsonResponse({"skipped": task_id})
@@ -209,10 +211,11 @@ def skip(request, slug, task_id):
 @require_POST
 @annotator_required
 def resume(request, slug, task_id):
+    """Take a skipped task back and return to judging it."""
     project = _project(request, slug)
     try:
-        services.task_resume(user=request.user, task_id=task_id)
-    except services.AnnotationError as exc:
+        judgments.task_resume(user=request.user, task_id=task_id)
+    except judgments.AnnotationError as exc:
         messages.error(request, exc.message)
         return redirect("judging-history", slug=project.slug)
     return redirect("judge", slug=project.slug)
@@ -220,12 +223,13 @@ def resume(request, slug, task_id):
 
 @annotator_required
 def history(request, slug):
+    """List the annotator's own judgments in the project, newest first."""
     project = _project(request, slug)
     topic = request.GET.get("topic", "")
     since = None
     if request.GET.get("session") == "1":
         since = timezone.now() - timedelta(hours=12)
-    judgments = selectors.judgments_for_user(
+    own = selectors.judgments_for_user(
         user=request.user,
         project=project,
         topic_id=int(topic) if topic.isdigit() else None,
@@ -236,7 +240,7 @@ def history(request, slug):
         "annotate/history.html",
         {
             "project": project,
-            "judgments": judgments,
+            "judgments": own,
             "skipped": selectors.skipped_for_user(user=request.user, project=project),
             "topics": project.topics.order_by("number"),
             "topic": topic,
@@ -246,6 +250,7 @@ def history(request, slug):
 
 @annotator_required
 def edit(request, slug, judgment_id):
+    """Edit one of the annotator's own judgments (optimistic: a stale version is refused)."""
     project = _project(request, slug)
     judgment = (
         selectors.judgments_for_user(user=request.user, project=project)
@@ -261,13 +266,13 @@ def edit(request, slug, judgment_id):
         except ValueError:
             version = -1
         try:
-            services.judgment_edit(
+            judgments.judgment_edit(
                 user=request.user,
                 judgment_id=judgment.pk,
                 expected_version=version,
                 answers=_answers(request.POST),
             )
-        except services.AnnotationError as exc:
+        except judgments.AnnotationError as exc:
             error = exc.message
             judgment.refresh_from_db()
         else:
@@ -290,6 +295,7 @@ def edit(request, slug, judgment_id):
 
 @roles.role_required(roles.LEAD)
 def dashboard(request, slug):
+    """Show the lead the project's dashboard: tasks per topic, judgments per annotator."""
     project = _project(request, slug)
     return render(
         request,

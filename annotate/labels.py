@@ -66,6 +66,7 @@ class FinalLabels:
 
 
 def relevance_label(grades: list[int], rule: str) -> tuple[int, str]:
+    """Return the final grade of a unit's relevance grades and the rule that gave it."""
     if len(grades) == 1:
         return grades[0], "single"
     if len(set(grades)) == 1:
@@ -87,7 +88,8 @@ def _sensitivity_label(answers: list[str]) -> tuple[int | None, str]:
     return int(Answer.YES in usable), "rule:any-sensitive"
 
 
-def judgments(project: AnnotationProject):
+def project_judgments(project: AnnotationProject):
+    """Return the project's judgments with their task's topic, persona and document, in id order."""
     return (
         Judgment.objects.filter(task__project=project)
         .select_related("task__topic", "task__persona", "task__document", "round", "annotator")
@@ -99,7 +101,7 @@ def final_labels(project: AnnotationProject) -> FinalLabels:
     """Return the exported labels and the rule behind each (call inside ``snapshot``)."""
     units: dict[tuple, Unit] = {}
     by_topic_doc: dict[tuple, list] = defaultdict(list)
-    for j in judgments(project):
+    for j in project_judgments(project):
         t = j.task
         key = (t.topic.number, t.persona.name, t.document.docid)
         unit = units.setdefault(key, Unit(*key, relevance=[], persona_sensitive=[]))
@@ -135,3 +137,31 @@ def final_labels(project: AnnotationProject) -> FinalLabels:
                 [a for _, a in unit.persona_sensitive]
             )
     return FinalLabels(relevance=relevance, sensitivity=sensitivity)
+
+
+def persona_sensitivity_labels(*, collection, persona) -> dict[int, int]:
+    """``{document id: 0/1}``: the persona-sensitivity label of each document of the
+    collection over every project's judgments under any topic, by the rule of the exports
+    (sensitive if any annotator said so; 'don't know' is no label), an adjudicated answer
+    winning. What the persona's classifier learns from (``annotations`` source)."""
+    answers: dict[int, list[str]] = defaultdict(list)
+    for doc, answer in Judgment.objects.filter(
+        task__document__collection=collection, task__persona=persona
+    ).values_list("task__document_id", "persona_sensitive"):
+        answers[doc].append(answer)
+    labels = {}
+    for doc, given in answers.items():
+        value, _rule = _sensitivity_label(given)
+        if value is not None:
+            labels[doc] = value
+    for doc, answer in (
+        Adjudication.objects.filter(
+            document__collection=collection,
+            persona=persona,
+            persona_sensitive__in=[Answer.YES, Answer.NO],
+        )
+        .order_by("decided_at", "id")
+        .values_list("document_id", "persona_sensitive")
+    ):
+        labels[doc] = int(answer == Answer.YES)
+    return labels

@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotate import agreement, charts, exports, labels, roles, selectors, services
+from annotate import agreement, charts, exports, judgments, labels, roles, selectors
 from annotate.models import AnnotationProject, Judgment, Task
 from ranking import pooling
 
@@ -21,6 +21,7 @@ def _int_or_none(value):
 
 @lead_required
 def agreement_page(request, slug):
+    """Show the project's agreement per round, topic and question, with the disagreements."""
     project = get_object_or_404(AnnotationProject, slug=slug)
     filters = {
         "round_id": _int_or_none(request.GET.get("round")),
@@ -54,6 +55,7 @@ def agreement_page(request, slug):
 @require_POST
 @lead_required
 def adjudicate(request, slug, task_id):
+    """Record the lead's final label of a task the annotators disagree on."""
     project = get_object_or_404(AnnotationProject, slug=slug)
     task = get_object_or_404(Task, pk=task_id, project=project)
     back = reverse("agreement", args=[project.slug])
@@ -61,14 +63,14 @@ def adjudicate(request, slug, task_id):
         back += "?" + request.POST["query"]
     relevance = request.POST.get("relevance", "")
     try:
-        services.adjudicate(
+        judgments.adjudicate(
             user=request.user,
             task=task,
             relevance=int(relevance) if relevance.isdigit() else None,
             persona_sensitive=request.POST.get("persona_sensitive", ""),
             reason=request.POST.get("reason", ""),
         )
-    except services.InvalidAnswers as exc:
+    except judgments.InvalidAnswers as exc:
         messages.error(request, f"Not saved: {exc.message}.")
         return redirect(back)
     messages.success(request, f"Adjudicated {task.document.docid} for topic {task.topic.number}.")
@@ -77,12 +79,14 @@ def adjudicate(request, slug, task_id):
 
 @lead_required
 def export(request, slug):
+    """Send every export file of the project in one zip (machine labels when asked)."""
     project = get_object_or_404(AnnotationProject, slug=slug)
     machine_labels = request.GET.get("machine_labels") == "include"
     return zip_response(project, exports.export_zip(project, machine_labels=machine_labels))
 
 
 def zip_response(project: AnnotationProject, content: bytes) -> HttpResponse:
+    """Return zip bytes as a download named after the project."""
     response = HttpResponse(content, content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-export.zip"'
     return response

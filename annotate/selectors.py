@@ -219,6 +219,7 @@ def judgments_for_user(
 
 
 def skipped_for_user(*, user, project: AnnotationProject) -> QuerySet[Assignment]:
+    """Return the tasks this annotator skipped in the project, to resume from the dashboard."""
     return Assignment.objects.filter(
         annotator=user, task__project=project, status=Assignment.Status.SKIPPED
     ).select_related("task__document", "task__topic")

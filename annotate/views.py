@@ -24,6 +24,7 @@ PAGE = 20
 
 @login_required
 def home(request):
+    """Show the home page: the collections and projects open to the user."""
     return render(
         request,
         "annotate/home.html",
@@ -40,6 +41,7 @@ def _collection(request, slug) -> Collection:
 
 @browse_required
 def collection_list(request):
+    """List the collections open to the user."""
     return render(
         request,
         "annotate/collection_list.html",
@@ -51,6 +53,7 @@ def collection_list(request):
 
 @browse_required
 def collection_detail(request, slug):
+    """Show one collection to a user who may browse it."""
     collection = _collection(request, slug)
     docs = selectors.documents_for_user(request.user, collection=collection).only(
         "id", "docid", "subject", "from_header", "date", "collection_id"
@@ -71,6 +74,7 @@ def collection_detail(request, slug):
 
 @browse_required
 def document_detail(request, slug, pk):
+    """Show one document of a collection to a lead or archivist."""
     collection = _collection(request, slug)
     doc = selectors.document_get(user=request.user, pk=pk, collection=collection)
     if doc is None:
@@ -95,6 +99,7 @@ def document_detail(request, slug, pk):
 
 @browse_required
 def search(request, slug):
+    """Search a collection: BM25 results with snippets, a page at a time."""
     collection = _collection(request, slug)
     form = SearchForm(request.GET or None)
     results, error, page = [], None, 1
@@ -126,6 +131,7 @@ def search(request, slug):
 
 @roles.role_required(roles.LEAD)
 def import_page(request):
+    """Upload a file to import as a background job, and list the recent imports."""
     form = ImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -155,6 +161,7 @@ def import_page(request):
 
 @roles.role_required(roles.LEAD)
 def job_detail(request, pk):
+    """Show a job's status, progress and report (polled by htmx while it runs)."""
     job = get_object_or_404(Job.objects.select_related("collection"), pk=pk)
     template = "annotate/_job.html" if request.htmx else "annotate/job_detail.html"
     return render(request, template, {"job": job})
@@ -163,6 +170,7 @@ def job_detail(request, pk):
 @require_POST
 @roles.role_required(roles.LEAD)
 def index_rebuild(request, slug):
+    """Queue a rebuild of the collection's index and features."""
     collection = _collection(request, slug)
     with transaction.atomic():
         job = ranking_services.job_index_create(collection=collection, user=request.user)

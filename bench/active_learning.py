@@ -108,7 +108,7 @@ def bench_synthetic(rows: int, repeat: int) -> None:
 
 def bench_demo(repeat: int) -> None:
     collection = demo_collection("active")
-    from annotate import projects, roles, services
+    from annotate import judgments, projects, roles, services
     from annotate.models import Persona, Task, Topic
     from ranking import learning
     from ranking.models import LearningModel, LearningPlan
@@ -151,13 +151,13 @@ def bench_demo(repeat: int) -> None:
     steps, queued, inner, base = [], [], [], []
     for _ in range(repeat):
         for _ in range(10):  # a batch judged
-            a = services.task_claim(user=annotator, project=project)
+            a = judgments.task_claim(user=annotator, project=project)
             task = Task.objects.select_related("document").get(pk=a.task_id)
-            services.judgment_submit(
+            judgments.judgment_submit(
                 user=annotator,
                 task_id=task.pk,
                 idempotency_key=f"b{task.pk}",
-                answers=services.Answers(truth(task.document), "no", "no"),
+                answers=judgments.Answers(truth(task.document), "no", "no"),
                 active_seconds=1.0,
                 started_at=a.leased_at,
             )

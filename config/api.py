@@ -8,6 +8,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 
 def is_api(request) -> bool:
+    """Whether a request is for the JSON API (answered in the API's error shape)."""
     return request.path.startswith("/api/")
 
 
@@ -17,6 +18,7 @@ def api_error(code: str, message: str, status: int) -> JsonResponse:
 
 
 def exception_handler(exc, context):
+    """Answer DRF errors in the API's shape, ``{code, message}``."""
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -4,7 +4,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import IsAuthenticated
 
-from annotate import annotation_api, api, judging, lead, views
+from annotate import api, judging, judging_api, lead, lead_api, views
 from config.health import health
 from config.login import LoginView
 from ranking import views as ranking_views
@@ -90,41 +90,39 @@ urlpatterns = [
     path("api/personas/", api.PersonaListApi.as_view(), name="api-persona-list"),
     path(
         "api/projects/<slug:slug>/tasks/next/",
-        annotation_api.TaskNextApi.as_view(),
+        judging_api.TaskNextApi.as_view(),
         name="api-task-next",
     ),
     path(
         "api/tasks/<int:task_id>/judgment/",
-        annotation_api.JudgmentSubmitApi.as_view(),
+        judging_api.JudgmentSubmitApi.as_view(),
         name="api-judgment-submit",
     ),
-    path(
-        "api/tasks/<int:task_id>/skip/", annotation_api.TaskSkipApi.as_view(), name="api-task-skip"
-    ),
-    path("api/judgments/", annotation_api.JudgmentListApi.as_view(), name="api-judgment-list"),
+    path("api/tasks/<int:task_id>/skip/", judging_api.TaskSkipApi.as_view(), name="api-task-skip"),
+    path("api/judgments/", judging_api.JudgmentListApi.as_view(), name="api-judgment-list"),
     path(
         "api/judgments/<int:judgment_id>/",
-        annotation_api.JudgmentEditApi.as_view(),
+        judging_api.JudgmentEditApi.as_view(),
         name="api-judgment-edit",
     ),
     path(
         "api/projects/<slug:slug>/progress/",
-        annotation_api.ProjectProgressApi.as_view(),
+        judging_api.ProjectProgressApi.as_view(),
         name="api-project-progress",
     ),
     path(
         "api/projects/<slug:slug>/agreement/",
-        annotation_api.ProjectAgreementApi.as_view(),
+        lead_api.ProjectAgreementApi.as_view(),
         name="api-project-agreement",
     ),
     path(
         "api/projects/<slug:slug>/exports/",
-        annotation_api.ProjectExportListApi.as_view(),
+        lead_api.ProjectExportListApi.as_view(),
         name="api-project-exports",
     ),
     path(
         "api/projects/<slug:slug>/exports/<str:name>",
-        annotation_api.ProjectExportApi.as_view(),
+        lead_api.ProjectExportApi.as_view(),
         name="api-project-export",
     ),
     path(

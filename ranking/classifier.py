@@ -2,7 +2,9 @@
 collection's messages and a persona's labels, train, store a version, report."""
 
 import logging
+import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,13 +19,11 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotate.jobs import JobProgress, job_finish, job_start, queue_on_commit
+from annotate.labels import persona_sensitivity_labels
 from annotate.models import (
-    Adjudication,
-    Answer,
     Collection,
     Document,
     Job,
-    Judgment,
     Persona,
     ReferenceSensitivity,
 )
@@ -141,9 +141,8 @@ def sensitivity_labels(
 ) -> dict[int, int]:
     """``{document id: 1 sensitive / 0 not}`` from one source:
 
-    - ``annotations``: the persona-sensitivity answers of every project on the collection
-      (sensitive if any annotator said yes, as in the exports; "don't know" is no label; an
-      adjudicated answer wins);
+    - ``annotations``: the persona-sensitivity answers of every project on the collection,
+      by the exports' rule (``annotate.labels.persona_sensitivity_labels``);
     - ``reference``: the persona's imported sensitivity labels (any topic);
     - ``categories``: a surrogate, as the SIGIR 2019 study used MeSH categories: sensitive
       when a document's category codes start with one of ``categories``; documents without
@@ -153,17 +152,7 @@ def sensitivity_labels(
     """
     labels: dict[int, int] = {}
     if source == "annotations":
-        answers = Judgment.objects.filter(
-            task__document__collection=collection,
-            task__persona=persona,
-            persona_sensitive__in=[Answer.YES, Answer.NO],
-        ).values_list("task__document_id", "persona_sensitive")
-        for doc, answer in answers:
-            labels[doc] = max(labels.get(doc, 0), int(answer == Answer.YES))
-        for doc, answer in Adjudication.objects.filter(
-            document__collection=collection, persona=persona, persona_sensitive__in=["yes", "no"]
-        ).values_list("document_id", "persona_sensitive"):
-            labels[doc] = int(answer == Answer.YES)
+        labels = persona_sensitivity_labels(collection=collection, persona=persona)
     elif source == "reference":
         for doc, sensitive in ReferenceSensitivity.objects.filter(
             document__collection=collection, persona=persona
@@ -273,48 +262,53 @@ def sensitivity_model_train(
         raise ClassifierError(str(exc)) from None
     scores = trained.model.predict_proba(matrix)[:, 1].astype(np.float32)
     contribution_index, contribution_value = sensitivity.contributions(trained.model, matrix)
-    with transaction.atomic():
-        last = (
-            SensitivityModel.objects.select_for_update()
-            .filter(collection=collection, persona=persona)
-            .aggregate(v=Max("version"))["v"]
-        )
-        version = (last or 0) + 1
-        folder = (
-            Path(settings.SASC_INDEX_DIR) / "sensitivity" / str(collection.pk) / str(persona.pk)
-        )
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"v{version}.joblib"
-        joblib.dump(
-            {
-                "featurizer": featurizer,
-                "model": trained.model,
-                "threshold": trained.threshold,
-                "docids": [m.docid for m in messages],
-                "scores": scores,
-                "contribution_index": contribution_index,
-                "contribution_value": contribution_value,
-            },
-            path,
-        )
-        report = trained.report.as_dict()
-        report["source"] = source + (f":{','.join(categories)}" if categories else "")
-        report["features"] = len(featurizer.names)
-        report["documents_scored"] = len(ids)
-        report["predicted_sensitive"] = int((scores >= trained.threshold).sum())
-        for lines in _REPORT_LINES:
-            report.update(lines(collection=collection, persona=persona))
-        return SensitivityModel.objects.create(
-            collection=collection,
-            persona=persona,
-            version=version,
-            source=report["source"],
-            objective=objective,
-            report=report,
-            path=str(path),
-            trained_at=timezone.now(),
-            seconds=time.perf_counter() - started,
-        )
+    # Written before the version is taken, so the row lock below is held for a rename and
+    # an insert, not for the seconds a large featurizer takes to write.
+    folder = Path(settings.SASC_INDEX_DIR) / "sensitivity" / str(collection.pk) / str(persona.pk)
+    folder.mkdir(parents=True, exist_ok=True)
+    pending = folder / f"training-{os.getpid()}-{threading.get_ident()}.joblib"
+    joblib.dump(
+        {
+            "featurizer": featurizer,
+            "model": trained.model,
+            "threshold": trained.threshold,
+            "docids": [m.docid for m in messages],
+            "scores": scores,
+            "contribution_index": contribution_index,
+            "contribution_value": contribution_value,
+        },
+        pending,
+    )
+    try:
+        with transaction.atomic():
+            last = (
+                SensitivityModel.objects.select_for_update()
+                .filter(collection=collection, persona=persona)
+                .aggregate(v=Max("version"))["v"]
+            )
+            version = (last or 0) + 1
+            path = folder / f"v{version}.joblib"
+            os.replace(pending, path)
+            report = trained.report.as_dict()
+            report["source"] = source + (f":{','.join(categories)}" if categories else "")
+            report["features"] = len(featurizer.names)
+            report["documents_scored"] = len(ids)
+            report["predicted_sensitive"] = int((scores >= trained.threshold).sum())
+            for lines in _REPORT_LINES:
+                report.update(lines(collection=collection, persona=persona))
+            return SensitivityModel.objects.create(
+                collection=collection,
+                persona=persona,
+                version=version,
+                source=report["source"],
+                objective=objective,
+                report=report,
+                path=str(path),
+                trained_at=timezone.now(),
+                seconds=time.perf_counter() - started,
+            )
+    finally:
+        pending.unlink(missing_ok=True)  # left only if storing the version failed
 
 
 def job_sensitivity_create(

@@ -275,6 +275,7 @@ def plan_state(plan: LearningPlan) -> PlanState:
 
 
 def batch_size(plan: LearningPlan, candidates: int) -> int:
+    """Return the plan's batch: its size, else its share of the candidates (at least 1)."""
     if plan.batch_size:
         return plan.batch_size
     return max(1, math.ceil(plan.batch_percent / 100 * candidates))

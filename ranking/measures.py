@@ -24,10 +24,12 @@ DEFAULT_COST = 12.0
 
 
 def gain(grade: int) -> float:
+    """Return the gain of a relevance grade, 2^grade - 1 (DOMAIN.md section 7)."""
     return float(2 ** max(int(grade), 0) - 1)
 
 
 def discount(i: int) -> float:
+    """Return the discount of 0-based rank ``i``, 1 / log2(i + 2)."""
     return 1.0 / math.log2(i + 2)
 
 
@@ -53,6 +55,7 @@ def _sensitive(sensitivity: Mapping, d: str) -> bool:
 
 
 def dcg(ranking, relevance, *, k=10) -> float:
+    """Return DCG@k of a ranking under graded ``relevance`` (unjudged: 0)."""
     return sum(gain(relevance.get(d, 0)) * discount(i) for i, d in enumerate(_top(ranking, k)))
 
 

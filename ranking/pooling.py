@@ -48,6 +48,7 @@ SYSTEMS = tuple(
 
 
 def run_dir(project: AnnotationProject) -> Path:
+    """Return the folder where a project's pooling runs are written."""
     return Path(settings.SASC_INDEX_DIR) / "runs" / project.slug
 
 

@@ -222,6 +222,7 @@ def coordinate_ascent(
 
 
 def predicted_sensitive(query: Query, threshold: float) -> np.ndarray:
+    """Return which candidates the classifier calls sensitive at ``threshold``."""
     return query.p_sensitive >= threshold
 
 

@@ -71,6 +71,7 @@ class Topic:
 
 
 def score(ranking: list[str], t: Topic, cost: float = measures.DEFAULT_COST) -> dict[str, float]:
+    """Return every measure of ``ranking`` on topic ``t`` at Cs = ``cost``."""
     rel, sen, pool = t.relevance, t.sensitive, t.docids
     out = {"ndcg@10": measures.ndcg(ranking, rel, k=10, candidates=pool)}
     for m in (0, 1, 3):
@@ -88,6 +89,7 @@ def _query(t: Topic, p: np.ndarray, *, with_p: bool) -> protection.Query:
 
 
 def folds_of(topics: list[Topic], n: int = 5, seed: int = 0) -> list[list[int]]:
+    """Split the topics into ``n`` folds at random (``seed``): indexes per fold."""
     order = np.random.default_rng(seed).permutation(len(topics))
     return [sorted(order[i::n].tolist()) for i in range(n)]
 

@@ -67,6 +67,7 @@ def _internal(address: str, domains: tuple[str, ...]) -> bool:
 
 
 def metadata_features(messages: list[Message], internal_domains=()) -> np.ndarray:
+    """Return the METADATA features of each message: when, who (internal or not), shape."""
     domains = tuple(d.lower().lstrip("@") for d in internal_domains)
     rows = []
     for m in messages:

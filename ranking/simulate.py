@@ -164,6 +164,7 @@ def _selection_model(matrix, rows, labels, _candidates, *, seed, c):
 
 
 def f1_recall(labels: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    """Return F1 and recall of 0/1 ``labels`` against ``truth`` (1 when nothing is relevant)."""
     tp = int((labels & truth).sum())
     fp = int((labels & (1 - truth)).sum())
     fn = int(((1 - labels) & truth).sum())
@@ -237,6 +238,7 @@ def mean_infap(
 
 
 def kendall_tau(a: dict[str, float], b: dict[str, float]) -> float:
+    """Return Kendall's tau between two scorings of the same systems (NaN when undefined)."""
     from scipy.stats import kendalltau
 
     names = sorted(a)

@@ -23,6 +23,7 @@ MARKS = [(2, "Highly relevant"), (1, "Somewhat"), (0, "Not relevant")]
 
 @lead_required
 def learning_page(request, slug):
+    """Show and set up a project's active-learning plans (lead)."""
     project = get_object_or_404(AnnotationProject, slug=slug)
     form = LearningPlanForm(request.POST or None, project=project)
     if request.method == "POST" and form.is_valid():
@@ -55,6 +56,7 @@ def learning_page(request, slug):
 @require_POST
 @lead_required
 def learning_pause(request, slug, plan_id):
+    """Pause or resume a plan."""
     plan = get_object_or_404(LearningPlan, pk=plan_id, project__slug=slug)
     learning.learning_plan_pause(plan=plan, paused=request.POST.get("action") == "pause")
     return redirect("learning", slug=slug)
@@ -63,6 +65,7 @@ def learning_pause(request, slug, plan_id):
 @require_POST
 @lead_required
 def learning_retrain(request, slug, plan_id):
+    """Queue a retrain of a plan now."""
     plan = get_object_or_404(LearningPlan, pk=plan_id, project__slug=slug)
     with transaction.atomic():
         learning.learning_nudge(plan_id=plan.pk)
@@ -121,6 +124,7 @@ def topic_seeds(request, slug, number):
 @require_POST
 @lead_required
 def topic_seed_mark(request, slug, number, document_id):
+    """Mark a document found while searching as a seed of a topic (interactive search)."""
     collection = get_object_or_404(Collection, slug=slug)
     topic = get_object_or_404(Topic, collection=collection, number=number)
     document = get_object_or_404(Document, pk=document_id, collection=collection)

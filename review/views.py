@@ -37,6 +37,7 @@ def _published(slug) -> Collection:
 @require_safe
 @searcher_required
 def search_list(request):
+    """List the collections the searcher may search."""
     published = Collection.objects.filter(publication__published=True).order_by("name")
     return render(request, "review/search_list.html", {"collections": published})
 
@@ -84,6 +85,7 @@ def results(request, slug, search_id):
 @require_safe
 @searcher_required
 def released(request, slug, search_id):
+    """Return the search's documents released since it ran (polled by the results page)."""
     collection = _published(slug)
     search = get_object_or_404(
         SearchLog, pk=search_id, searcher=request.user, collection=collection
@@ -101,6 +103,7 @@ def released(request, slug, search_id):
 @require_safe
 @searcher_required
 def document(request, slug, pk):
+    """Show a document to a searcher if it is visible to them now, else 404 alike."""
     collection = _published(slug)
     doc = services.searcher_document(user=request.user, collection=collection, document_id=pk)
     if doc is None:
@@ -119,6 +122,7 @@ def _queue_order(request) -> str:
 @require_safe
 @archivist_required
 def queue(request):
+    """Show the archivist's review queue in the chosen order."""
     order = _queue_order(request)
     rows = selectors.review_queue(order=order)
     template = "review/_queue.html" if request.htmx else "review/queue.html"
@@ -129,6 +133,7 @@ def queue(request):
 @require_safe
 @archivist_required
 def item(request, persona_id, document_id):
+    """Show one queued document with the classifier's reasons and the exposing queries."""
     persona = get_object_or_404(Persona, pk=persona_id)
     doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
     model, stored = stored_scores(collection=doc.collection, persona=persona)
@@ -161,6 +166,7 @@ def item(request, persona_id, document_id):
 @require_POST
 @archivist_required
 def decide(request, persona_id, document_id):
+    """Record the archivist's decision on a document (release, withhold, not relevant)."""
     persona = get_object_or_404(Persona, pk=persona_id)
     doc = get_object_or_404(Document, pk=document_id)
     until = None
@@ -207,6 +213,7 @@ def decisions(request):
 @require_POST
 @lead_required
 def reopen(request, persona_id, document_id):
+    """Take back the decision in force on a document (lead)."""
     persona = get_object_or_404(Persona, pk=persona_id)
     doc = get_object_or_404(Document, pk=document_id)
     try:

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate import projects, roles, services
+from annotate import roles, services
 from annotate.models import Collection
 from tests.browserkit import browser  # noqa: F401 (a fixture for the browser tests)
 from tests.learningkit import plan_setup  # noqa: F401 (worker tests' plan)
@@ -85,32 +85,25 @@ def sample_collection(collection):
 @pytest.fixture
 def make_project(sample_collection, make_user):
     """Build a project over the sample collection with ``n_tasks`` tasks of one topic."""
-    from annotate.models import Document, Persona, Round, Topic
+    from annotate.models import Document, Round
+    from tests.factories import PersonaFactory, ProjectFactory, TopicFactory
 
     def make(
         *, annotators=2, n_tasks=6, overlap=1, kind=Round.Kind.PRODUCTION, lease=30, name="Project"
     ):
         users = [make_user(f"{name.lower()}-a{i}", roles.ANNOTATOR) for i in range(annotators)]
-        topic, _ = Topic.objects.get_or_create(
-            collection=sample_collection, number="1", defaults={"title": "sequences window"}
-        )
-        persona, _ = Persona.objects.get_or_create(name="Maeve", defaults={"pain_points": "x"})
-        project = projects.project_create(
+        docs = list(Document.objects.filter(collection=sample_collection).order_by("id"))
+        project = ProjectFactory(
             name=name,
             collection=sample_collection,
-            personas=[persona],
-            topics=[topic],
+            personas=[PersonaFactory(name="Maeve", pain_points="x")],
+            topics=[
+                TopicFactory(collection=sample_collection, number="1", title="sequences window")
+            ],
             annotators=users,
             overlap=overlap,
             round_kind=kind,
             lease_minutes=lease,
-        )
-        docs = list(Document.objects.filter(collection=sample_collection).order_by("id"))
-        projects.project_tasks_add(
-            project=project,
-            round_=project.rounds.get(),
-            topic=topic,
-            persona=persona,
             documents=docs[:n_tasks],
         )
         return project, users

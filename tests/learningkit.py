@@ -8,10 +8,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate import projects, roles, services
-from annotate.models import Collection, Document, Persona, Task, Topic
+from annotate import judgments, roles, services
+from annotate.models import Collection, Document, Task
 from ranking import learning
 from ranking.services import index_build
+from tests.factories import PersonaFactory, ProjectFactory, TopicFactory
 
 TOPIC_WORDS = ["turbine", "blade", "cooling", "film", "holes"]
 OTHER = [
@@ -76,15 +77,15 @@ def generated_collection(tmp_path, n=160, relevant=20) -> tuple[Collection, set[
 def judge_next(project, annotator, truth, sensitive=frozenset()) -> Task | None:
     """Claim the next task and answer it from the truth, as a careful annotator would
     (``sensitive``: the docids the persona would not want shown)."""
-    assignment = services.task_claim(user=annotator, project=project)
+    assignment = judgments.task_claim(user=annotator, project=project)
     if assignment is None:
         return None
     task = Task.objects.select_related("document").get(pk=assignment.task_id)
-    services.judgment_submit(
+    judgments.judgment_submit(
         user=annotator,
         task_id=task.pk,
         idempotency_key=f"k{task.pk}",
-        answers=services.Answers(
+        answers=judgments.Answers(
             relevance=2 if task.document.docid in truth else 0,
             persona_sensitive="yes" if task.document.docid in sensitive else "no",
             personal_sensitive="no",
@@ -121,18 +122,26 @@ def judge_one_through_api(client, project, truth) -> int:
     return grade
 
 
-@pytest.fixture
-def plan_setup(worker_env, tmp_path, make_user, client):
+def learning_project(tmp_path, annotator, name: str = "Learning"):
+    """The generated collection with one topic about turbine blade cooling and a project on
+    it for ``annotator`` (no tasks yet: a plan adds them): (project, topic, truth)."""
     collection, truth = generated_collection(tmp_path)
-    topic = Topic.objects.create(collection=collection, number="1", title="turbine blade cooling")
-    annotator = make_user("al-worker-annotator", roles.ANNOTATOR)
-    project = projects.project_create(
-        name="Worker learning",
+    topic = TopicFactory(collection=collection, number="1", title="turbine blade cooling")
+    project = ProjectFactory(
+        name=name,
         collection=collection,
-        personas=[Persona.objects.create(name="Donor")],
+        personas=[PersonaFactory(name="Donor")],
         topics=[topic],
         annotators=[annotator],
     )
+    return project, topic, truth
+
+
+@pytest.fixture
+def plan_setup(worker_env, tmp_path, make_user, client):
+    annotator = make_user("al-worker-annotator", roles.ANNOTATOR)
+    project, topic, truth = learning_project(tmp_path, annotator, name="Worker learning")
+    collection = project.collection
     docs = {d.docid: d for d in Document.objects.filter(collection=collection)}
     for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
         learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=int(docid in truth))

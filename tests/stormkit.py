@@ -3,8 +3,9 @@ and the answers the judging scenarios send, through the API and the judging page
 
 import pytest
 
-from annotate import projects, roles
+from annotate import roles
 from annotate.models import Document, Persona, Task, Topic
+from tests.factories import ProjectFactory
 
 BODY = {  # a judgment through the API (JSON)
     "relevance": 1,
@@ -31,22 +32,14 @@ def storm_project(transactional_db, sample_collection, make_user):
         Topic.objects.create(collection=sample_collection, number=str(n), title=f"t{n}")
         for n in range(1, 9)
     ]
-    project = projects.project_create(
+    project = ProjectFactory(  # 8 topics x 25 documents = 200 tasks
         name="Storm",
         collection=sample_collection,
         personas=[persona],
         topics=topics,
         annotators=annotators,
         overlap=2,
+        documents=Document.objects.filter(collection=sample_collection).order_by("id")[:25],
     )
-    docs = list(Document.objects.filter(collection=sample_collection).order_by("id")[:25])
-    for topic in topics:  # 8 topics x 25 documents = 200 tasks
-        projects.project_tasks_add(
-            project=project,
-            round_=project.rounds.get(),
-            topic=topic,
-            persona=persona,
-            documents=docs,
-        )
     assert Task.objects.count() == 200
     return project, annotators

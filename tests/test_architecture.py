@@ -31,12 +31,15 @@ LAYERS = [
     (r"(annotate|ranking|review)\.models", DATA),
     (r"annotate\.roles", DATA),
     # writes and reads
-    (r"annotate\.(services|selectors|jobs|projects|labels|exports|charts|importers)", SERVICES),
+    (
+        r"annotate\.(services|selectors|jobs|projects|judgments|labels|exports|charts|importers)",
+        SERVICES,
+    ),
     (r"ranking\.(services|selectors|pooling|learning|classifier)", SERVICES),
     (r"review\.(services|selectors|visibility)", SERVICES),
     # what a request, a worker or a command enters through
     (
-        r"(annotate|ranking|review)\.(views|api|annotation_api|judging|lead|forms|admin|apps"
+        r"(annotate|ranking|review)\.(views|api|judging_api|lead_api|judging|lead|forms|admin|apps"
         r"|tasks|demo(\..+)?|management(\..+)?)",
         ENTRY,
     ),

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from annotate import projects, roles, services
-from annotate.models import Document, Judgment, Persona, Round, Task, Topic
+from annotate import roles, services
+from annotate.models import Document, Judgment, Round, Task
 from tests.browserkit import judge_by_keyboard, login, needs_chromium, watch
 from tests.conftest import SAMPLE
+from tests.factories import PersonaFactory, ProjectFactory, TopicFactory
 
 pytestmark = needs_chromium
 
@@ -24,19 +25,14 @@ def round_project(collection, make_user):
         people[name] = make_user(name, role)
         people[name].set_password("pw-browser")
         people[name].save()
-    topic = Topic.objects.create(collection=collection, number="7", title="meeting schedule")
-    persona = Persona.objects.create(name="Maeve")
-    project = projects.project_create(
+    project = ProjectFactory(
         name="Training",
         collection=collection,
-        personas=[persona],
-        topics=[topic],
+        personas=[PersonaFactory(name="Maeve")],
+        topics=[TopicFactory(collection=collection, number="7", title="meeting schedule")],
         annotators=[people["alice"], people["bob"]],
         round_kind=Round.Kind.TRAINING,
-    )
-    docs = list(Document.objects.filter(collection=collection).order_by("docid")[:4])
-    projects.project_tasks_add(
-        project=project, round_=project.rounds.get(), topic=topic, persona=persona, documents=docs
+        documents=Document.objects.filter(collection=collection).order_by("docid")[:4],
     )
     return project, people
 

@@ -3,10 +3,11 @@ isolation between annotators, and hostile email kept inert (T9) under the CSP.""
 
 import pytest
 
-from annotate import projects, roles, services
+from annotate import roles, services
 from annotate.models import Document, Judgment, Persona, Topic
 from tests.browserkit import judge_by_keyboard, login, needs_chromium, wait_for, watch
 from tests.conftest import FIXTURES, SAMPLE
+from tests.factories import ProjectFactory
 
 pytestmark = needs_chromium
 
@@ -37,19 +38,16 @@ def project(collection, make_user, tmp_path):
         narrative="Any.",
     )
     persona = Persona.objects.create(name="Maeve", pain_points="family matters")
-    p = projects.project_create(
+    p = ProjectFactory(
         name="Browser",
         collection=collection,
         personas=[persona],
         topics=[topic],
         annotators=[a, b],
         guidelines="Judge carefully.",
-    )
-    docs = sorted(
-        Document.objects.filter(collection=collection), key=lambda d: d.docid != "box/xss.eml"
-    )
-    projects.project_tasks_add(
-        project=p, round_=p.rounds.get(), topic=topic, persona=persona, documents=docs
+        documents=sorted(
+            Document.objects.filter(collection=collection), key=lambda d: d.docid != "box/xss.eml"
+        ),
     )
     return p, a, b
 

@@ -11,7 +11,7 @@ import os
 import pytest
 from django.urls import reverse
 
-from annotate import projects, services
+from annotate import judgments, services
 from annotate.models import Assignment, Judgment, Persona, Topic
 from ranking.services import index_build
 from review import services as review_services
@@ -19,6 +19,7 @@ from review.models import Publication, ReviewRequest
 from tests.acceptance.stack import report
 from tests.browserkit import login, needs_chromium, watch
 from tests.conftest import FIXTURES
+from tests.factories import ProjectFactory
 from tests.reviewkit import make_review_requests
 
 pytestmark = [
@@ -49,15 +50,13 @@ def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection
     assert len(docs) == 3
     persona = Persona.objects.create(name="Donor")
     topic = Topic.objects.create(collection=collection, number="1", title="quarterly figures")
-    project = projects.project_create(
+    project = ProjectFactory(
         name="Hostile",
         collection=collection,
         personas=[persona],
         topics=[topic],
         annotators=[users["annotator"]],
-    )
-    projects.project_tasks_add(
-        project=project, round_=project.rounds.get(), topic=topic, persona=persona, documents=docs
+        documents=docs,
     )
     Publication.objects.create(collection=collection, persona=persona, published=True)
     for user in users.values():
@@ -99,11 +98,11 @@ def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection
         first = leases.order_by("leased_at", "id").first()
         if first is None:
             break
-        services.judgment_submit(
+        judgments.judgment_submit(
             user=users["annotator"],
             task_id=first.task_id,
             idempotency_key=f"t9-{first.task_id}",
-            answers=services.Answers(relevance=1, persona_sensitive="no", personal_sensitive="no"),
+            answers=judgments.Answers(relevance=1, persona_sensitive="no", personal_sensitive="no"),
             active_seconds=1,
             started_at=Judgment._meta.get_field("started_at").to_python("2026-11-21T10:00:00Z"),
         )

@@ -113,7 +113,7 @@ def world(published, make_project, users):
     """Annotator A and annotator B, each with a project, a task and a judgment of their own;
     the published collection with a document shown to the searcher and one withheld; a job,
     a search, the persona."""
-    from annotate import services
+    from annotate import judgments
     from annotate.models import Judgment
     from review import services as review_services
 
@@ -121,16 +121,16 @@ def world(published, make_project, users):
     mine = {}
     for side in ("a", "b"):
         project, (annotator,) = make_project(annotators=1, n_tasks=3, name=f"Side{side}")
-        task = services.task_claim(user=annotator, project=project).task_id
-        judgment, _ = services.judgment_submit(
+        task = judgments.task_claim(user=annotator, project=project).task_id
+        judgment, _ = judgments.judgment_submit(
             user=annotator,
             task_id=task,
             idempotency_key=f"matrix-{side}",
-            answers=services.Answers(relevance=1, persona_sensitive="no", personal_sensitive="no"),
+            answers=judgments.Answers(relevance=1, persona_sensitive="no", personal_sensitive="no"),
             active_seconds=1,
             started_at=Judgment._meta.get_field("started_at").to_python("2026-11-21T10:00:00Z"),
         )
-        services.task_claim(user=annotator, project=project)  # a live lease too
+        judgments.task_claim(user=annotator, project=project)  # a live lease too
         mine[side] = {
             "project": project.slug,
             "task_id": task,

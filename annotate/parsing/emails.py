@@ -146,6 +146,7 @@ def _addresses(value: str) -> list[str]:
 
 
 def parse_date(value: str, problems: list[str]) -> datetime | None:
+    """Parse a Date header to its UTC instant (None, with a problem noted, if unreadable)."""
     if not value:
         return None
     try:

@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
-from annotate import exports, projects, selectors, services
+from annotate import exports, judgments, projects, selectors, services
 from annotate.models import Judgment, Round, Task
 from tests.exportkit import two_exports_of_one_snapshot
 
@@ -100,7 +100,7 @@ def test_final_label_rules_are_applied_and_recorded(training, users):
     judge_through_api(a, project, answers(grades_a, sens_a, {docs[0]: "=HYPERLINK(1)"}))
     judge_through_api(b, project, answers(grades_b, sens_b, {docs[0]: "@SUM(A1)"}))
     task = Task.objects.get(project=project, document__docid=docs[1])
-    services.adjudicate(
+    judgments.adjudicate(
         user=users["lead"], task=task, relevance=2, persona_sensitive="yes", reason="Discussed"
     )
 
@@ -208,8 +208,8 @@ def test_adjudication_refuses_incomplete_or_invalid_labels(
 ):
     project, _users, _docs = training
     task = Task.objects.filter(project=project).first()
-    with pytest.raises(services.InvalidAnswers, match=message):
-        services.adjudicate(
+    with pytest.raises(judgments.InvalidAnswers, match=message):
+        judgments.adjudicate(
             user=users["lead"],
             task=task,
             relevance=relevance,

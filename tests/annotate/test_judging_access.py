@@ -5,7 +5,7 @@ import uuid
 import pytest
 from django.urls import reverse
 
-from annotate import roles, services
+from annotate import judgments, roles
 from annotate.models import Judgment
 from tests.stormkit import BODY
 
@@ -15,17 +15,17 @@ def world(make_project, make_user, users):
     """Annotator A holds and judged task 1; annotator B (same project) holds task 2."""
     project, (a, b) = make_project(n_tasks=4)
     outsider = make_user("outsider", roles.ANNOTATOR)  # an annotator of no project
-    t1 = services.task_claim(user=a, project=project).task_id
-    j1, _ = services.judgment_submit(
+    t1 = judgments.task_claim(user=a, project=project).task_id
+    j1, _ = judgments.judgment_submit(
         user=a,
         task_id=t1,
         idempotency_key="a1",
-        answers=services.Answers(relevance=2, persona_sensitive="no", personal_sensitive="no"),
+        answers=judgments.Answers(relevance=2, persona_sensitive="no", personal_sensitive="no"),
         active_seconds=1,
         started_at=Judgment._meta.get_field("started_at").to_python("2026-11-21T10:00:00Z"),
     )
-    t2 = services.task_claim(user=b, project=project).task_id
-    t3 = services.task_claim(user=a, project=project).task_id  # A's live lease
+    t2 = judgments.task_claim(user=b, project=project).task_id
+    t3 = judgments.task_claim(user=a, project=project).task_id  # A's live lease
     return {
         "project": project,
         "a": a,

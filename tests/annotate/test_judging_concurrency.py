@@ -18,7 +18,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate import services
+from annotate import judgments
 from annotate.models import Assignment, Document, Judgment, Task
 from tests.stormkit import BODY, PAGE_FORM
 
@@ -98,7 +98,7 @@ def test_t1_claim_storm_never_over_assigns_and_every_task_reaches_its_overlap(st
 @pytest.fixture
 def one_task(transactional_db, make_project):
     project, (a, _) = make_project(n_tasks=1)
-    assignment = services.task_claim(user=a, project=project)
+    assignment = judgments.task_claim(user=a, project=project)
     return project, a, assignment.task_id
 
 

@@ -19,8 +19,9 @@ from django.db import close_old_connections, connection
 from django.test import Client
 from django.urls import reverse
 
-from annotate import projects, roles
+from annotate import roles
 from annotate.models import Document, Judgment, Persona, Topic
+from tests.factories import ProjectFactory
 from tests.stormkit import BODY
 
 pytestmark = pytest.mark.skipif(
@@ -51,21 +52,14 @@ def test_t6_postgres_restart_under_load_loses_and_duplicates_nothing(
         for n in range(1, 9)
     ]
     persona = Persona.objects.create(name="P")
-    project = projects.project_create(
+    project = ProjectFactory(  # 8 topics x 39 messages: enough work to outlast the restarts
         name="Restart",
         collection=sample_collection,
         personas=[persona],
         topics=topics,
         annotators=annotators,
+        documents=Document.objects.all(),
     )
-    for topic in topics:  # 8 topics x 39 messages: enough work to outlast the restarts
-        projects.project_tasks_add(
-            project=project,
-            round_=project.rounds.get(),
-            topic=topic,
-            persona=persona,
-            documents=list(Document.objects.all()),
-        )
     n_tasks = len(topics) * Document.objects.count()
     acknowledged: list[int] = []
     server_errors = []

@@ -100,22 +100,22 @@ def test_the_lead_trains_from_the_page_and_reads_the_report(
 def test_annotators_answers_train_the_classifier_and_dont_know_is_no_label(make_project):
     from django.utils import timezone
 
-    from annotate import services
+    from annotate import judgments
     from annotate.models import Task
 
     project, (annotator,) = make_project(annotators=1, n_tasks=30)
     persona = project.personas.get()
     answers = {}
-    while (a := services.task_claim(user=annotator, project=project)) is not None:
+    while (a := judgments.task_claim(user=annotator, project=project)) is not None:
         task = Task.objects.select_related("document").get(pk=a.task_id)
         text = f"{task.document.subject} {task.document.body}".lower()
         answer = "dont_know" if len(answers) % 7 == 6 else ("yes" if "linux" in text else "no")
         answers[task.document_id] = answer
-        services.judgment_submit(
+        judgments.judgment_submit(
             user=annotator,
             task_id=task.pk,
             idempotency_key=f"c{task.pk}",
-            answers=services.Answers(1, answer, "no"),
+            answers=judgments.Answers(1, answer, "no"),
             active_seconds=2.0,
             started_at=timezone.now(),
         )

@@ -9,7 +9,6 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotate import services
-from annotate.models import Collection
 from ranking.services import index_build
 
 pytestmark = pytest.mark.lucene
@@ -17,13 +16,10 @@ SMART = Path(__file__).parents[1] / "fixtures" / "smart"
 
 
 @pytest.fixture
-def mini(db):
-    c = Collection.objects.create(name="Mini", slug="mini", kind="smart")
-    services.import_run(collection=c, fmt="smart", path=SMART / "mini.all")
-    services.import_run(collection=c, fmt="topics-smart-order", path=SMART / "mini.qry")
-    services.import_run(collection=c, fmt="qrels-cranfield", path=SMART / "mini.rel")
-    index_build(collection_id=c.pk)
-    return c
+def mini(mini):
+    """The mini collection of tests/ranking/conftest.py, indexed."""
+    index_build(collection_id=mini.pk)
+    return mini
 
 
 def test_al_simulate_reads_the_imported_qrels_or_a_file_alike(mini, tmp_path):

@@ -6,27 +6,19 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from annotate import projects, roles
-from annotate.models import Document, Judgment, Persona, Task, Topic
+from annotate import roles
+from annotate.models import Document, Judgment, Task, Topic
 from ranking import learning
 from ranking.models import LearningModel, LearningPlan, MachineLabel
-from tests.learningkit import generated_collection, judge_next
+from tests.learningkit import judge_next, learning_project
 
 pytestmark = pytest.mark.lucene
 
 
 @pytest.fixture
 def setup(db, tmp_path, make_user):
-    collection, truth = generated_collection(tmp_path)
-    topic = Topic.objects.create(collection=collection, number="1", title="turbine blade cooling")
     annotator = make_user("al-annotator", roles.ANNOTATOR)
-    project = projects.project_create(
-        name="Learning",
-        collection=collection,
-        personas=[Persona.objects.create(name="Donor")],
-        topics=[topic],
-        annotators=[annotator],
-    )
+    project, topic, truth = learning_project(tmp_path, annotator)
     return project, topic, annotator, truth
 
 

@@ -16,16 +16,6 @@ pytestmark = pytest.mark.lucene
 SMART = Path(__file__).parents[1] / "fixtures" / "smart"
 
 
-@pytest.fixture
-def mini(db):
-    c = Collection.objects.create(name="Mini", slug="mini", kind="smart")
-    services.import_run(collection=c, fmt="smart", path=SMART / "mini.all")
-    services.import_run(collection=c, fmt="topics-smart-order", path=SMART / "mini.qry")
-    services.import_run(collection=c, fmt="qrels-cranfield", path=SMART / "mini.rel")
-    c.refresh_from_db()
-    return c
-
-
 def test_index_build_is_versioned_idempotent_and_searchable(mini):
     with pytest.raises(IndexNotReady):
         collection_search(collection=mini, query="heat", documents=Document.objects.all())

@@ -1,0 +1,532 @@
+"""Writes of annotation: leases on tasks, judgments (idempotent submits, edits), skips and
+resumes, and the lead's adjudication (DOMAIN.md section 5; G1-G3 of RELIABILITY.md)."""
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotate.models import (
+    Adjudication,
+    AnnotationProject,
+    Answer,
+    Assignment,
+    Judgment,
+    JudgmentVersion,
+    Task,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class AnnotationError(Exception):
+    """A refused annotation operation; ``code`` is stable, ``message`` is for people."""
+
+    status = 409
+    code = "conflict"
+
+    def __init__(self, message: str, **extra):
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+
+class TaskNotFound(AnnotationError):
+    status = 404
+    code = "not_found"
+
+
+class LeaseExpired(AnnotationError):
+    status = 409
+    code = "lease_expired"
+
+
+class AlreadyJudged(AnnotationError):
+    status = 409
+    code = "already_judged"
+
+
+class IdempotencyKeyReused(AnnotationError):
+    status = 422
+    code = "idempotency_key_reused"
+
+
+class StaleEdit(AnnotationError):
+    status = 409
+    code = "stale_edit"
+
+
+class InvalidAnswers(AnnotationError):
+    status = 400
+    code = "invalid"
+
+
+class TaskFull(AnnotationError):
+    status = 409
+    code = "task_full"
+
+
+@dataclass(frozen=True)
+class Answers:
+    """The three questions and the comment of one judgment (DOMAIN.md §1)."""
+
+    relevance: int
+    persona_sensitive: str
+    personal_sensitive: str
+    comment: str = ""
+
+    def validated(self) -> "Answers":
+        problems = []
+        if self.relevance not in (0, 1, 2):
+            problems.append("relevance must be 0 (not), 1 (somewhat) or 2 (highly relevant)")
+        choices = set(Answer.values)
+        if self.persona_sensitive not in choices:
+            problems.append("persona sensitivity must be yes, no or dont_know")
+        if self.personal_sensitive not in choices:
+            problems.append("personal sensitivity must be yes, no or dont_know")
+        if len(self.comment) > 10_000:
+            problems.append("the comment is longer than 10,000 characters")
+        if problems:
+            raise InvalidAnswers("; ".join(problems), fields=problems)
+        return self
+
+    def digest(self, active_seconds: float, started_at: datetime) -> str:
+        body = json.dumps(
+            [
+                self.relevance,
+                self.persona_sensitive,
+                self.personal_sensitive,
+                self.comment,
+                round(active_seconds, 3),
+                started_at.isoformat(),
+            ],
+        )
+        return hashlib.sha256(body.encode()).hexdigest()
+
+
+def leases_expire(*, project: AnnotationProject | None = None, now: datetime | None = None) -> int:
+    """Return expired leases to the pool; return how many were released."""
+    now = now or timezone.now()
+    qs = Assignment.objects.filter(status=Assignment.Status.LEASED, expires_at__lte=now)
+    if project is not None:
+        qs = qs.filter(task__project=project)
+    released = 0
+    for assignment_id, task_id in qs.values_list("id", "task_id")[:500]:
+        with transaction.atomic():
+            # Flip the status first: only the transaction that flips it gives the claim back.
+            flipped = Assignment.objects.filter(
+                pk=assignment_id, status=Assignment.Status.LEASED, expires_at__lte=now
+            ).update(status=Assignment.Status.EXPIRED)
+            if flipped:
+                Task.objects.filter(pk=task_id, claimed__gt=0).update(claimed=F("claimed") - 1)
+                released += 1
+    return released
+
+
+_last_expiry: dict[int, float] = {}
+
+
+def _expire_now_and_then(project: AnnotationProject, every: float = 5.0) -> None:
+    """Release expired leases at most every few seconds per process (it costs a query)."""
+    now = time.monotonic()
+    if now - _last_expiry.get(project.pk, -every) >= every:
+        _last_expiry[project.pk] = now
+        leases_expire(project=project)
+
+
+def _live_leases(user, project):
+    return Assignment.objects.filter(
+        annotator=user,
+        task__project=project,
+        status=Assignment.Status.LEASED,
+        expires_at__gt=timezone.now(),
+    ).order_by("leased_at", "id")
+
+
+def task_held(*, user, project: AnnotationProject, limit: int = 2) -> list[Assignment]:
+    """The annotator's live leases, oldest first (reading only: a page shown by GET claims
+    nothing)."""
+    return list(_live_leases(user, project)[:limit])
+
+
+def task_claim(
+    *, user, project: AnnotationProject, skip_task_ids: tuple[int, ...] = ()
+) -> Assignment | None:
+    """Return the annotator's oldest live lease not in ``skip_task_ids``, or lease a new task.
+
+    Exactly-once under concurrency (G1): the task row is locked with
+    ``SELECT ... FOR UPDATE SKIP LOCKED`` (PostgreSQL), so two annotators never take the last
+    place of the same task, and ``claimed <= required`` is also a database constraint. On
+    SQLite, which has no row locks, every write transaction starts with ``BEGIN IMMEDIATE``
+    (see settings), so claims are serialised by the database lock instead.
+    """
+    live = _live_leases(user, project).exclude(task_id__in=skip_task_ids).first()
+    if live is not None:
+        return live
+    _expire_now_and_then(project)
+    assignment = _claim_free_task(user, project)
+    if assignment is None and leases_expire(project=project):
+        assignment = _claim_free_task(user, project)  # expired leases just came back
+    if assignment is None:
+        from ranking.learning import queue_top_up
+
+        if queue_top_up(project=project):  # a retrain is late: the previous model's picks
+            assignment = _claim_free_task(user, project)
+    return assignment
+
+
+_FREE_TASK_SQL = """
+    SELECT t.id FROM annotate_task t
+     WHERE t.project_id = %(project)s AND t.round_id = %(round)s AND t.claimed < t.required
+       AND NOT EXISTS (SELECT 1 FROM annotate_assignment a
+                        WHERE a.task_id = t.id AND a.annotator_id = %(user)s
+                          AND a.status <> %(expired)s)
+     -- The order of the partial index task_free_in_order, so the first row is the answer
+     -- (one round at a time: with "round_id IN (...)" PostgreSQL sorts every free task).
+     ORDER BY t.project_id, t.round_id, t.topic_id, t.persona_id, t.position, t.id
+     LIMIT 1 {lock}
+"""
+# One upsert: a new lease, or the renewal of this annotator's expired (or skipped) one.
+_LEASE_SQL = """
+    INSERT INTO annotate_assignment
+           (task_id, annotator_id, status, leased_at, expires_at, skip_reason)
+    VALUES (%(task)s, %(user)s, %(leased)s, %(now)s, %(expires)s, '')
+    ON CONFLICT (task_id, annotator_id) DO UPDATE
+       SET status = excluded.status, leased_at = excluded.leased_at,
+           expires_at = excluded.expires_at, skip_reason = ''
+    RETURNING id
+"""
+
+
+def _claim_free_task(user, project: AnnotationProject) -> Assignment | None:
+    """Lease the first free task in queue order: three SQL statements, one transaction.
+
+    Plain SQL (valid on PostgreSQL and SQLite) because this runs on every save of the
+    judging page and the ORM spent longer composing these statements than the database
+    spent running them.
+    """
+    now = timezone.now()
+    expires = now + timedelta(minutes=project.lease_minutes)
+    ops = connection.ops
+    features = connection.features
+    skip_locked = features.has_select_for_update_of and features.has_select_for_update_skip_locked
+    lock = "FOR UPDATE OF t SKIP LOCKED" if skip_locked else ""
+    params = {
+        "project": project.pk,
+        "user": user.pk,
+        "expired": Assignment.Status.EXPIRED.value,
+        "leased": Assignment.Status.LEASED.value,
+        "now": ops.adapt_datetimefield_value(now),
+        "expires": ops.adapt_datetimefield_value(expires),
+    }
+    # No savepoint when nested: a failure here fails the caller's transaction anyway.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        # Rounds are numbered in creation order, so their ids sort like their numbers.
+        for params["round"] in project.open_round_ids():
+            cursor.execute(_FREE_TASK_SQL.format(lock=lock), params)
+            row = cursor.fetchone()
+            if row is not None:
+                break
+        else:
+            return None
+        params["task"] = row[0]
+        cursor.execute(_LEASE_SQL, params)
+        (assignment_id,) = cursor.fetchone()
+        cursor.execute("UPDATE annotate_task SET claimed = claimed + 1 WHERE id = %(task)s", params)
+    return Assignment(
+        id=assignment_id,
+        task_id=row[0],
+        annotator_id=user.pk,
+        status=Assignment.Status.LEASED,
+        leased_at=now,
+        expires_at=expires,
+        skip_reason="",
+    )
+
+
+def _locked_assignment(user, task_id: int) -> Assignment:
+    assignment = (
+        Assignment.objects.select_for_update()
+        .select_related("task")
+        .filter(task_id=task_id, annotator=user)
+        .first()
+    )
+    if assignment is None:
+        raise TaskNotFound("No such task among yours.")
+    return assignment
+
+
+def judgment_submit(
+    *,
+    user,
+    task_id: int,
+    idempotency_key: str,
+    answers: Answers,
+    active_seconds: float,
+    started_at: datetime,
+) -> tuple[Judgment, bool]:
+    """Store a judgment exactly once; return it and whether it was created now (G2).
+
+    A retry with the same key and the same answers returns the stored judgment; the same key
+    with other answers is refused; a second judgment of the same task is refused (edit the
+    first one instead); a submit after the lease expired is refused (G1). Success means the
+    row is committed (G3).
+    """
+    answers = answers.validated()
+    key = (idempotency_key or "").strip()
+    if not key or len(key) > 100:
+        raise InvalidAnswers("An Idempotency-Key of 1 to 100 characters is required.")
+    now = timezone.now()
+    if not (0 <= active_seconds <= 24 * 3600):
+        raise InvalidAnswers("active time must be between 0 seconds and 24 hours")
+    if started_at > now + timedelta(minutes=5):
+        raise InvalidAnswers("the start time is in the future")
+    digest = answers.digest(active_seconds, started_at)
+    ops = connection.ops
+    params = {
+        "task": task_id,
+        "user": user.pk,
+        "key": key,
+        "digest": digest,
+        "relevance": answers.relevance,
+        "persona_sensitive": answers.persona_sensitive,
+        "personal_sensitive": answers.personal_sensitive,
+        "comment": answers.comment,
+        "active": active_seconds,
+        "started": ops.adapt_datetimefield_value(started_at),
+        "now": ops.adapt_datetimefield_value(now),
+        "submitted": Assignment.Status.SUBMITTED.value,
+    }
+    lock = "FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_SUBMIT_LOCK_SQL.format(lock=lock), params)
+            row = cursor.fetchone()
+            if row is None:
+                raise TaskNotFound("No such task among yours.")
+            status, expires_at, round_id, source, project_id, topic_id = row
+            # Looked up after taking the lock, in a statement of its own (so with a fresh
+            # snapshot): a concurrent duplicate sees the first one's commit.
+            cursor.execute(_SUBMIT_REPLAY_SQL, params)
+            replay_id, replay_task, replay_hash = cursor.fetchone() or (None, None, None)
+            if replay_id is not None:
+                if replay_hash != digest or replay_task != task_id:
+                    raise IdempotencyKeyReused(
+                        "This Idempotency-Key was already used with different answers."
+                    )
+                return Judgment.objects.get(pk=replay_id), False
+            if status == Assignment.Status.SUBMITTED:
+                existing = Judgment.objects.get(task_id=task_id, annotator=user)
+                raise AlreadyJudged(
+                    "You have already judged this task; change it from your history.",
+                    judgment_id=existing.pk,
+                )
+            expires_at = _db_datetime(expires_at)
+            if status != Assignment.Status.LEASED or expires_at <= now:
+                raise LeaseExpired(
+                    "Your claim on this task expired and it went back to the pool; "
+                    "your answers were not saved. Take the next task to continue."
+                )
+            params["round"] = round_id
+            cursor.execute(_SUBMIT_INSERT_SQL, params)
+            (judgment_id,) = cursor.fetchone()
+            cursor.execute(_SUBMIT_LEASE_SQL, params)
+            cursor.execute(_SUBMIT_COUNT_SQL, params)
+            if source in (Task.Source.ACTIVE, Task.Source.SEED):
+                from ranking.learning import learning_judged
+
+                learning_judged(project_id=project_id, topic_id=topic_id)
+    except IntegrityError:
+        # Only reachable if the lock was bypassed (a database without row locks): the
+        # constraints still hold, and the duplicate gets the stored answer.
+        replay = Judgment.objects.filter(annotator=user, idempotency_key=key).first()
+        if replay is not None and replay.request_hash == digest:
+            return replay, False
+        raise AlreadyJudged("You have already judged this task.") from None
+    judgment = Judgment(
+        id=judgment_id,
+        task_id=task_id,
+        annotator_id=user.pk,
+        round_id=round_id,
+        relevance=answers.relevance,
+        persona_sensitive=answers.persona_sensitive,
+        personal_sensitive=answers.personal_sensitive,
+        comment=answers.comment,
+        active_seconds=active_seconds,
+        started_at=started_at,
+        submitted_at=now,
+        updated_at=now,
+        version=1,
+        idempotency_key=key,
+        request_hash=digest,
+    )
+    return judgment, True
+
+
+def _db_datetime(value) -> datetime:
+    """Return an aware datetime from a raw cursor value (SQLite returns text)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value
+
+
+# judgment_submit in plain SQL (valid on PostgreSQL and SQLite): it runs on every save of
+# the judging page, and the ORM spent longer composing these statements than the database
+# spent running them.
+_SUBMIT_LOCK_SQL = """
+    SELECT a.status, a.expires_at, t.round_id, t.source, t.project_id, t.topic_id
+      FROM annotate_assignment a JOIN annotate_task t ON t.id = a.task_id
+     WHERE a.task_id = %(task)s AND a.annotator_id = %(user)s
+     {lock}
+"""
+_SUBMIT_REPLAY_SQL = """
+    SELECT id, task_id, request_hash FROM annotate_judgment
+     WHERE annotator_id = %(user)s AND idempotency_key = %(key)s
+"""
+_SUBMIT_INSERT_SQL = """
+    INSERT INTO annotate_judgment
+           (task_id, annotator_id, round_id, relevance, persona_sensitive, personal_sensitive,
+            comment, active_seconds, started_at, submitted_at, updated_at, version,
+            idempotency_key, request_hash)
+    VALUES (%(task)s, %(user)s, %(round)s, %(relevance)s, %(persona_sensitive)s,
+            %(personal_sensitive)s, %(comment)s, %(active)s, %(started)s, %(now)s, %(now)s, 1,
+            %(key)s, %(digest)s)
+    RETURNING id
+"""
+_SUBMIT_LEASE_SQL = """
+    UPDATE annotate_assignment SET status = %(submitted)s
+     WHERE task_id = %(task)s AND annotator_id = %(user)s
+"""
+_SUBMIT_COUNT_SQL = "UPDATE annotate_task SET judged = judged + 1 WHERE id = %(task)s"
+
+
+def judgment_submit_and_claim(
+    *, user, project: AnnotationProject, skip_task_ids: tuple[int, ...] = (), **submit
+) -> tuple[Judgment, bool, Assignment | None]:
+    """Store a judgment (``judgment_submit``) and claim the next task, in one transaction.
+
+    What the judging page sends on Enter. One commit instead of two: the commit's disk flush
+    is the largest single cost of the request. A failed claim rolls the judgment back too, so
+    the client's retry (same Idempotency-Key) stores it exactly once.
+    """
+    with transaction.atomic():
+        judgment, created = judgment_submit(user=user, **submit)
+        following = task_claim(user=user, project=project, skip_task_ids=skip_task_ids)
+    return judgment, created, following
+
+
+def judgment_edit(*, user, judgment_id: int, expected_version: int, answers: Answers) -> Judgment:
+    """Change an earlier judgment, keeping the old answers; refuse a stale edit (G2)."""
+    answers = answers.validated()
+    with transaction.atomic():
+        judgment = (
+            Judgment.objects.select_for_update().filter(pk=judgment_id, annotator=user).first()
+        )
+        if judgment is None:
+            raise TaskNotFound("No such judgment among yours.")
+        if judgment.version != expected_version:
+            raise StaleEdit(
+                f"This judgment changed since you opened it (now version {judgment.version}, "
+                f"you edited version {expected_version}). Reload it and edit again.",
+                version=judgment.version,
+            )
+        JudgmentVersion.objects.create(
+            judgment=judgment,
+            version=judgment.version,
+            relevance=judgment.relevance,
+            persona_sensitive=judgment.persona_sensitive,
+            personal_sensitive=judgment.personal_sensitive,
+            comment=judgment.comment,
+            active_seconds=judgment.active_seconds,
+            recorded_at=timezone.now(),
+        )
+        judgment.relevance = answers.relevance
+        judgment.persona_sensitive = answers.persona_sensitive
+        judgment.personal_sensitive = answers.personal_sensitive
+        judgment.comment = answers.comment
+        judgment.version += 1
+        judgment.updated_at = timezone.now()
+        judgment.save()
+    return judgment
+
+
+def task_skip(*, user, task_id: int, reason: str) -> Assignment:
+    """Give a leased task back with a reason; it stays in the annotator's skipped list."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidAnswers("Say why you skip this task.")
+    with transaction.atomic():
+        assignment = _locked_assignment(user, task_id)
+        if assignment.status != Assignment.Status.LEASED:
+            raise AnnotationError("Only a task you hold can be skipped.")
+        assignment.status = Assignment.Status.SKIPPED
+        assignment.skip_reason = reason[:2000]
+        assignment.save(update_fields=["status", "skip_reason"])
+        Task.objects.filter(pk=task_id, claimed__gt=0).update(claimed=F("claimed") - 1)
+    return assignment
+
+
+def task_resume(*, user, task_id: int) -> Assignment:
+    """Lease a task the annotator skipped earlier, if it still has room."""
+    with transaction.atomic():
+        assignment = _locked_assignment(user, task_id)
+        if assignment.status != Assignment.Status.SKIPPED:
+            raise AnnotationError("Only a skipped task can be taken back.")
+        task = Task.objects.select_for_update().get(pk=task_id)
+        if task.claimed >= task.required:
+            raise TaskFull("Other annotators have taken this task meanwhile.")
+        now = timezone.now()
+        assignment.status = Assignment.Status.LEASED
+        assignment.leased_at = now
+        assignment.expires_at = now + timedelta(minutes=task.project.lease_minutes)
+        assignment.save(update_fields=["status", "leased_at", "expires_at"])
+        Task.objects.filter(pk=task_id).update(claimed=F("claimed") + 1)
+    return assignment
+
+
+def adjudicate(
+    *,
+    user,
+    task: Task,
+    relevance: int | None,
+    persona_sensitive: str,
+    reason: str,
+) -> Adjudication:
+    """Record (or change) the lead's final label for a task's (topic, persona, document).
+
+    At least one answer must be decided, and the reason is required: it is what the
+    annotators read when they discuss the round.
+    """
+    reason = (reason or "").strip()
+    if relevance is not None and relevance not in Judgment.Relevance.values:
+        raise InvalidAnswers("relevance must be 0, 1 or 2 (or left undecided)")
+    if persona_sensitive not in ("", Answer.YES, Answer.NO):
+        raise InvalidAnswers("persona sensitivity must be yes, no or left undecided")
+    if relevance is None and not persona_sensitive:
+        raise InvalidAnswers("decide the relevance, the persona sensitivity or both")
+    if not reason:
+        raise InvalidAnswers("give the reason for the adjudicated label")
+    if len(reason) > 10_000:
+        raise InvalidAnswers("the reason is longer than 10,000 characters")
+    adjudication, _ = Adjudication.objects.update_or_create(
+        project_id=task.project_id,
+        topic_id=task.topic_id,
+        persona_id=task.persona_id,
+        document_id=task.document_id,
+        defaults={
+            "relevance": relevance,
+            "persona_sensitive": persona_sensitive,
+            "reason": reason,
+            "decided_by": user,
+            "decided_at": timezone.now(),
+        },
+    )
+    return adjudication
