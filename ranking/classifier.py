@@ -234,15 +234,19 @@ def sensitivity_model_train(
     categories=(),
     objective: str = "f1",
     progress=None,
+    labels: dict[int, int] | None = None,
 ) -> SensitivityModel:
     """Train and store the next version of the persona's classifier over the collection,
-    with the P(sensitive) of every document beside it."""
+    with the P(sensitive) of every document beside it. ``labels`` (``{document id: 0/1}``)
+    are the labels to learn; by default those of ``source`` (``sensitivity_labels``), and
+    ``source`` names them in the version's report either way."""
     import joblib
 
     started = time.perf_counter()
-    labels = sensitivity_labels(
-        collection=collection, persona=persona, source=source, categories=categories
-    )
+    if labels is None:
+        labels = sensitivity_labels(
+            collection=collection, persona=persona, source=source, categories=categories
+        )
     positives = sum(labels.values())
     if positives < 3 or len(labels) - positives < 3:
         raise ClassifierError(

@@ -1,6 +1,8 @@
 """Training a persona's sensitivity classifier from stored labels: versions, report, the
 lead's page and its worker job, refusals."""
 
+from pathlib import Path
+
 import pytest
 from django.urls import reverse
 
@@ -49,6 +51,18 @@ def test_training_stores_versions_with_a_cross_validated_report(labelled):
     stored = joblib.load(second.path)
     assert len(stored["scores"]) == len(docs) == r["documents_scored"]
     assert stored["docids"] == [d.docid for d in docs]
+
+
+def test_training_takes_labels_given_as_an_argument_and_leaves_no_file_behind(labelled):
+    collection, persona, docs = labelled
+    given = {d.pk: int(i % 3 == 0) for i, d in enumerate(docs)}
+    model = classifier.sensitivity_model_train(
+        collection=collection, persona=persona, source="given", labels=given
+    )
+    assert model.report["source"] == "given"
+    assert (model.report["n"], model.report["positives"]) == (len(given), sum(given.values()))
+    folder = Path(model.path).parent
+    assert sorted(p.name for p in folder.iterdir()) == ["v1.joblib"]
 
 
 def test_too_few_labels_and_unknown_sources_are_refused(labelled):
