@@ -266,8 +266,8 @@ def sensitivity_model_train(
         raise ClassifierError(str(exc)) from None
     scores = trained.model.predict_proba(matrix)[:, 1].astype(np.float32)
     contribution_index, contribution_value = sensitivity.contributions(trained.model, matrix)
-    # Written before the version is taken, so the row lock below is held for a rename and
-    # an insert, not for the seconds a large featurizer takes to write.
+    # Written before the version is taken, so the lock in version_store is held for a
+    # rename and an insert, not for the seconds a large featurizer takes to write.
     folder = Path(settings.SASC_INDEX_DIR) / "sensitivity" / str(collection.pk) / str(persona.pk)
     folder.mkdir(parents=True, exist_ok=True)
     pending = folder / f"training-{os.getpid()}-{threading.get_ident()}.joblib"
@@ -283,33 +283,52 @@ def sensitivity_model_train(
         },
         pending,
     )
+    report = trained.report.as_dict()
+    report["source"] = source + (f":{','.join(categories)}" if categories else "")
+    report["features"] = len(featurizer.names)
+    report["documents_scored"] = len(ids)
+    report["predicted_sensitive"] = int((scores >= trained.threshold).sum())
+    for lines in _REPORT_LINES:
+        report.update(lines(collection=collection, persona=persona))
+    return version_store(
+        collection=collection,
+        persona=persona,
+        pending=pending,
+        source=report["source"],
+        objective=objective,
+        report=report,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def version_store(
+    *, collection: Collection, persona: Persona, pending: Path, **fields
+) -> SensitivityModel:
+    """Record a trained classifier whose file is written at ``pending``: take the persona's
+    next version number, move the file to it and insert the row, one training at a time per
+    persona (the persona's row is locked: ``select_for_update`` on an aggregate locks
+    nothing, so two trainings would both take the same number)."""
+    folder = pending.parent
+    stale = time.time() - 3600  # a training killed between writing and storing its file
+    for left in folder.glob("training-*.joblib"):
+        if left != pending and left.stat().st_mtime < stale:
+            left.unlink(missing_ok=True)
     try:
         with transaction.atomic():
-            last = (
-                SensitivityModel.objects.select_for_update()
-                .filter(collection=collection, persona=persona)
-                .aggregate(v=Max("version"))["v"]
-            )
+            list(Persona.objects.select_for_update().filter(pk=persona.pk).values_list("pk"))
+            last = SensitivityModel.objects.filter(
+                collection=collection, persona=persona
+            ).aggregate(v=Max("version"))["v"]
             version = (last or 0) + 1
             path = folder / f"v{version}.joblib"
             os.replace(pending, path)
-            report = trained.report.as_dict()
-            report["source"] = source + (f":{','.join(categories)}" if categories else "")
-            report["features"] = len(featurizer.names)
-            report["documents_scored"] = len(ids)
-            report["predicted_sensitive"] = int((scores >= trained.threshold).sum())
-            for lines in _REPORT_LINES:
-                report.update(lines(collection=collection, persona=persona))
             return SensitivityModel.objects.create(
                 collection=collection,
                 persona=persona,
                 version=version,
-                source=report["source"],
-                objective=objective,
-                report=report,
                 path=str(path),
                 trained_at=timezone.now(),
-                seconds=time.perf_counter() - started,
+                **fields,
             )
     finally:
         pending.unlink(missing_ok=True)  # left only if storing the version failed

@@ -1,7 +1,10 @@
 """The claim-storm world (T1): 40 annotators, 200 tasks (8 topics x 25 messages), overlap 2;
 and the answers the judging scenarios send, through the API and the judging page."""
 
+import threading
+
 import pytest
+from django.db import connection
 
 from annotate import roles
 from annotate.models import Document, Persona, Task, Topic
@@ -43,3 +46,24 @@ def storm_project(transactional_db, sample_collection, make_user):
     )
     assert Task.objects.count() == 200
     return project, annotators
+
+
+def run_threads(target, args_list):
+    """Run ``target(*args)`` for each args in threads, each with its own connection; raise
+    in the caller what any of them raised."""
+    errors = []
+
+    def wrap(*args):
+        try:
+            target(*args)
+        except Exception as exc:  # surfaced in the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=wrap, args=a) for a in args_list]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors

@@ -13,38 +13,18 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from annotate import judgments
 from annotate.models import Assignment, Document, Judgment, Task
-from tests.stormkit import BODY, PAGE_FORM
+from tests.stormkit import BODY, PAGE_FORM, run_threads
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
     reason="row-lock concurrency runs on PostgreSQL (DATABASE_URL); see .ci/run",
 )
-
-
-def run_threads(target, args_list):
-    errors = []
-
-    def wrap(*args):
-        try:
-            target(*args)
-        except Exception as exc:  # surfaced in the main thread
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=wrap, args=a) for a in args_list]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
 
 
 def test_t1_claim_storm_never_over_assigns_and_every_task_reaches_its_overlap(storm_project):

@@ -1,6 +1,7 @@
 """Training a persona's sensitivity classifier from stored labels: versions, report, the
 lead's page and its worker job, refusals."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,53 @@ def test_the_joint_rankers_message_features_cover_every_email_and_no_other_kind(
     assert any(r[RANKING.index("sender_out_degree")] > 0 for r in rows.values())
     smart = Collection.objects.create(name="S", slug="s", kind="smart")
     assert classifier.ranking_document_features(collection=smart) is None
+
+
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
+    reason="row locks: runs on PostgreSQL (DATABASE_URL); see .ci/run",
+)
+def test_two_trainings_stored_at_once_take_two_versions(
+    transactional_db, sample_collection, tmp_path, monkeypatch
+):
+    """Two workers finishing a training of one persona together: each gets its own version
+    and file. Broken build (the version read without the persona's row lock): both took
+    version 1, one insert failed and the survivor's v1.joblib held the other's model."""
+    import threading
+    import time
+
+    from annotate.models import Persona
+    from tests.stormkit import run_threads
+
+    persona = Persona.objects.create(name="Racer")
+    folder = tmp_path / "models"
+    folder.mkdir()
+    real_replace = classifier.os.replace
+
+    def slow_replace(src, dst):  # hold the version a while, as a large file would
+        time.sleep(0.3)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(classifier.os, "replace", slow_replace)
+    start = threading.Barrier(2)
+
+    def store(tag):
+        pending = folder / f"training-{tag}.joblib"
+        pending.write_text(tag)
+        start.wait()
+        classifier.version_store(
+            collection=sample_collection,
+            persona=persona,
+            pending=pending,
+            source=tag,
+            objective="f1",
+            report={},
+            seconds=0.0,
+        )
+
+    run_threads(store, [("a",), ("b",)])
+    stored = {m.version: m for m in SensitivityModel.objects.filter(persona=persona)}
+    assert sorted(stored) == [1, 2]
+    for m in stored.values():
+        assert Path(m.path).read_text() == m.source  # each version holds its own file
+    assert sorted(p.name for p in folder.iterdir()) == ["v1.joblib", "v2.joblib"]
