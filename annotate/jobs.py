@@ -18,16 +18,23 @@ from annotate.models import Job
 
 def queue_on_commit(task: str, *args, robust: bool = False) -> None:
     """Queue the Celery task named ``task`` with ``args`` once the transaction commits (at
-    once outside a transaction). ``robust``: a broker that cannot be reached is logged, not
-    raised, so the committed work stands and a sweep finds it later."""
-    transaction.on_commit(lambda: queue(task, *args), robust=robust)
+    once outside a transaction). The name is looked up now, so a wrong one fails inside the
+    caller's transaction (``celery.exceptions.NotRegistered``) rather than after it.
+    ``robust``: a broker that cannot be reached is logged, not raised, so the committed work
+    stands and a sweep finds it later."""
+    entry = _registered(task)
+    transaction.on_commit(lambda: entry.delay(*args), robust=robust)
 
 
 def queue(task: str, *args) -> None:
     """Queue the Celery task named ``task`` now (eager when Celery is configured so)."""
+    _registered(task).delay(*args)
+
+
+def _registered(task: str):
     from celery import current_app
 
-    current_app.tasks[task].delay(*args)
+    return current_app.tasks[task]
 
 
 class JobProgress:

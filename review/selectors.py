@@ -3,7 +3,7 @@
 import statistics
 from dataclasses import dataclass
 
-from django.db.models import Count, F, Max, Min, Q
+from django.db.models import Count, F, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Abs
 
 from review.models import Decision, ReviewRequest, SearchLog
@@ -104,17 +104,20 @@ def review_queue(*, order: str = "waiting", limit: int = 100) -> list[dict]:
 
 def decisions_in_force(*, kind: str = "", limit: int = 200) -> list[Decision]:
     """The decisions in force (``decision_in_force``) over every persona and document, newest
-    first. Decisions are written with ``decided_at`` = now, so the latest id of a (persona,
-    document) is its latest decision."""
+    first: each (persona, document)'s latest decision by (decided_at, id), unless it is a
+    reopening or a withholding whose last day has come."""
     from django.utils import timezone
 
     latest = (
-        Decision.objects.values("persona_id", "document_id")
-        .annotate(last=Max("id"))
-        .values_list("last", flat=True)
+        Decision.objects.filter(
+            persona_id=OuterRef("persona_id"), document_id=OuterRef("document_id")
+        )
+        .order_by("-decided_at", "-id")
+        .values("id")[:1]
     )
     decisions = (
-        Decision.objects.filter(id__in=latest)
+        Decision.objects.annotate(latest=Subquery(latest))
+        .filter(id=F("latest"))
         .exclude(kind=Decision.Kind.REOPEN)
         .exclude(kind=Decision.Kind.WITHHOLD, until__lte=timezone.localdate())
     )

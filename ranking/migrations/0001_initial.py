@@ -9,14 +9,21 @@ from django.db import migrations, models
 MOVED = ("learningplan", "learningmodel", "machinelabel", "poolentry", "sensitivitymodel", "topicseed")
 
 
-def _content_types_follow(apps, schema_editor):
+def _relabel(apps, schema_editor, old, new):
     """Relabel the moved models' content types, so permissions and admin history follow."""
     content_type = apps.get_model("contenttypes", "ContentType")
+    rows = content_type.objects.using(schema_editor.connection.alias)
     for model in MOVED:
-        if not content_type.objects.filter(app_label="ranking", model=model).exists():
-            content_type.objects.filter(app_label="annotate", model=model).update(
-                app_label="ranking"
-            )
+        if not rows.filter(app_label=new, model=model).exists():
+            rows.filter(app_label=old, model=model).update(app_label=new)
+
+
+def _content_types_follow(apps, schema_editor):
+    _relabel(apps, schema_editor, "annotate", "ranking")
+
+
+def _content_types_back(apps, schema_editor):
+    _relabel(apps, schema_editor, "ranking", "annotate")
 
 
 class Migration(migrations.Migration):
@@ -196,5 +203,5 @@ class Migration(migrations.Migration):
             ],
             database_operations=[],
         ),
-        migrations.RunPython(_content_types_follow, migrations.RunPython.noop),
+        migrations.RunPython(_content_types_follow, _content_types_back),
     ]
