@@ -20,6 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotate import judgments, projects, roles, selectors
 from annotate.forms import ProjectForm, TasksForm
 from annotate.models import Answer, Judgment
+from config.params import id_param, id_params
 from ranking.highlight import highlight, light_stem, query_stems
 
 annotator_required = roles.role_required(roles.ANNOTATOR)
@@ -104,7 +105,7 @@ def judge(request, slug):
 def next_task(request, slug):
     """Claim and return a task partial to preload, other than the ones the page shows."""
     project = _project(request, slug)
-    held = tuple(int(x) for x in request.POST.getlist("held") if x.isdigit())
+    held = id_params(request.POST.getlist("held"))
     assignment = judgments.task_claim(user=request.user, project=project, skip_task_ids=held)
     if assignment is None:
         return HttpResponse(status=204)
@@ -148,7 +149,7 @@ def submit(request, slug, task_id):
         active = -1.0
     key = request.headers.get("Idempotency-Key") or request.POST.get("idempotency_key", "")
     fetch = request.headers.get("X-Requested-With") == "fetch"
-    held = tuple(int(x) for x in request.POST.getlist("held") if x.isdigit())
+    held = id_params(request.POST.getlist("held"))
     submitted = {
         "user": request.user,
         "task_id": task_id,
@@ -232,7 +233,7 @@ def history(request, slug):
     own = selectors.judgments_for_user(
         user=request.user,
         project=project,
-        topic_id=int(topic) if topic.isdigit() else None,
+        topic_id=id_param(topic),
         since=since,
     )[:500]
     return render(
@@ -261,10 +262,9 @@ def edit(request, slug, judgment_id):
         raise Http404
     error = None
     if request.method == "POST":
-        try:
-            version = int(request.POST.get("version", ""))
-        except ValueError:
-            version = -1
+        version = id_param(request.POST.get("version", ""))
+        if version is None:
+            version = -1  # refused below as stale
         try:
             judgments.judgment_edit(
                 user=request.user,

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from annotate import judgments, roles, selectors
 from annotate.models import Answer, Judgment
+from config.params import id_param, id_params
 
 ANNOTATE = (roles.ANNOTATOR,)
 
@@ -84,7 +85,7 @@ class TaskNextApi(APIView):
     )
     def post(self, request, slug):
         project = get_object_or_404(selectors.projects_for_user(request.user), slug=slug)
-        held = tuple(int(x) for x in request.query_params.getlist("held") if x.isdigit())
+        held = id_params(request.query_params.getlist("held"))
         assignment = judgments.task_claim(user=request.user, project=project, skip_task_ids=held)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
@@ -206,7 +207,7 @@ class JudgmentListApi(APIView):
         )
         topic = request.query_params.get("topic", "")
         qs = selectors.judgments_for_user(
-            user=request.user, project=project, topic_id=int(topic) if topic.isdigit() else None
+            user=request.user, project=project, topic_id=id_param(topic)
         )
         return Response(JudgmentOutputSerializer(qs[:1000], many=True).data)
 

@@ -10,13 +10,14 @@ from django.views.decorators.http import require_POST
 
 from annotate import agreement, charts, exports, judgments, labels, roles, selectors
 from annotate.models import AnnotationProject, Judgment, Task
+from config.params import id_param
 from ranking import pooling
 
 lead_required = roles.role_required(roles.LEAD)
 
 
 def _int_or_none(value):
-    return int(value) if value and value.isdigit() else None
+    return id_param(value)
 
 
 @lead_required
@@ -66,7 +67,7 @@ def adjudicate(request, slug, task_id):
         judgments.adjudicate(
             user=request.user,
             task=task,
-            relevance=int(relevance) if relevance.isdigit() else None,
+            relevance=id_param(relevance),
             persona_sensitive=request.POST.get("persona_sensitive", ""),
             reason=request.POST.get("reason", ""),
         )

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from annotate import exports, lead, roles, selectors
 from annotate.judging_api import ErrorSerializer
 from annotate.models import AnnotationProject
+from config.params import id_param
 
 LEAD = (roles.LEAD,)
 
@@ -64,12 +65,12 @@ class ProjectAgreementApi(APIView):
             value = request.query_params.get(name)
             if value is None:
                 continue
-            if not value.isdigit():
+            if id_param(value) is None:
                 return Response(
                     {"code": "invalid", "message": f"{name} must be an id (a whole number)"},
                     status=status.HTTP_400_BAD_REQUEST,
                 )
-            filters[f"{name}_id"] = int(value)
+            filters[f"{name}_id"] = id_param(value)
         report = selectors.agreement_for(project=project, **filters)
         return Response(
             {

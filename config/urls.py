@@ -133,7 +133,10 @@ urlpatterns = [
     path(
         "api/docs/",
         SpectacularSwaggerSplitView.as_view(
-            url_name="api-schema", permission_classes=[IsAuthenticated]
+            url_name="api-schema",
+            permission_classes=[IsAuthenticated],
+            # OPTIONS would render DRF's metadata through the Swagger page's template (500)
+            http_method_names=["get", "head"],
         ),
         name="api-docs",
     ),

@@ -25,7 +25,7 @@ class LearningPlanForm(forms.Form):
         required=False,
         help_text="Judged documents (default: a batch)",
     )
-    random_seed = forms.IntegerField(initial=0)
+    random_seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1)
     rds_system = forms.ChoiceField(choices=(), initial="bm25.title", label="RDS system")
     rds_min_relevant = forms.IntegerField(
         min_value=1, max_value=100, initial=1, label="Seeds: relevant"

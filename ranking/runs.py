@@ -22,7 +22,7 @@ def write_trec_run(run: Run, out: TextIO, *, tag: str = "sasc") -> None:
 
 def topic_key(number: str):
     """Topics sort by number: numerically when they are numbers, else as text."""
-    return (0, int(number), "") if number.isdigit() else (1, 0, number)
+    return (0, int(number), "") if number.isascii() and number.isdigit() else (1, 0, number)
 
 
 def evaluate(qrels: Qrels, run: Run, measures: Iterable[str] = DEFAULT_MEASURES) -> dict:

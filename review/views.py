@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from annotate import roles
 from annotate.exports import csv_safe
 from annotate.models import Collection, Document, Persona
+from config.params import id_params
 from ranking import lucene
 from ranking.classifier import stored_scores
 from ranking.highlight import query_stems
@@ -90,7 +91,7 @@ def released(request, slug, search_id):
     search = get_object_or_404(
         SearchLog, pk=search_id, searcher=request.user, collection=collection
     )
-    already = {int(x) for x in request.GET.getlist("have") if x.isdigit()}
+    already = set(id_params(request.GET.getlist("have")))
     found = services.released_for(user=request.user, search=search, already=already)
     stems = query_stems(search.query, lucene.stem)
     rows = [(doc, result_snippet(doc, stems), waited) for doc, waited in found]

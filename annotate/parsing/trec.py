@@ -112,7 +112,7 @@ class TopicRecord:
 def normalise_number(number: str) -> str:
     """Return a topic number without leading zeros when it is numeric ("007" -> "7")."""
     number = number.strip()
-    return str(int(number)) if number.isdigit() else number
+    return str(int(number)) if number.isascii() and number.isdigit() else number
 
 
 def iter_smart_queries(data: bytes, label: str, *, number_by: str = "id"):
