@@ -16,6 +16,16 @@ from django.utils import timezone
 from annotate.models import Job
 
 
+def job_queue(*, kind: str, task: str, collection, user, message: str, params=None) -> Job:
+    """Record a job of ``kind`` waiting for a worker (``message`` shows meanwhile) and queue
+    the Celery task named ``task`` with its id once the transaction commits."""
+    job = Job.objects.create(
+        kind=kind, collection=collection, created_by=user, params=params or {}, message=message
+    )
+    queue_on_commit(task, job.pk)
+    return job
+
+
 def queue_on_commit(task: str, *args, robust: bool = False) -> None:
     """Queue the Celery task named ``task`` with ``args`` once the transaction commits (at
     once outside a transaction). The name is looked up now, so a wrong one fails inside the

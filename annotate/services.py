@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group, Permission, User
 from django.utils import timezone
 
 from annotate import importers, roles
-from annotate.jobs import JobProgress, job_finish, job_start, queue_on_commit
+from annotate.jobs import JobProgress, job_finish, job_queue, job_start
 from annotate.models import (
     Collection,
     Job,
@@ -92,10 +92,11 @@ def job_import_create(
         raise ValueError(f"unknown import format {fmt!r}")
     if fmt == "sensitivity" and persona is None:
         raise ValueError("sensitivity labels need a persona")
-    job = Job.objects.create(
+    return job_queue(
         kind=Job.Kind.IMPORT,
+        task="annotate.tasks.import_run",
         collection=collection,
-        created_by=user,
+        user=user,
         params={
             "format": fmt,
             "path": str(path),
@@ -104,8 +105,6 @@ def job_import_create(
         },
         message=f"Waiting for a worker to import {label}",
     )
-    queue_on_commit("annotate.tasks.import_run", job.pk)
-    return job
 
 
 def count_files(path: Path) -> int:

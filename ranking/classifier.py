@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotate.jobs import JobProgress, job_finish, job_start, queue_on_commit
+from annotate.jobs import JobProgress, job_finish, job_queue, job_start
 from annotate.labels import persona_sensitivity_labels
 from annotate.models import (
     Collection,
@@ -348,10 +348,11 @@ def job_sensitivity_create(
         raise ClassifierError(f"unknown label source {source!r}")
     if objective not in ("f1", "f2"):
         raise ClassifierError("the threshold objective must be f1 or f2")
-    job = Job.objects.create(
+    return job_queue(
         kind=Job.Kind.SENSITIVITY,
+        task="ranking.tasks.sensitivity_train_task",
         collection=collection,
-        created_by=user,
+        user=user,
         params={
             "persona": persona.pk,
             "source": source,
@@ -360,8 +361,6 @@ def job_sensitivity_create(
         },
         message=f"Waiting for a worker to train {persona.name}'s sensitivity classifier",
     )
-    queue_on_commit("ranking.tasks.sensitivity_train_task", job.pk)
-    return job
 
 
 def job_sensitivity_run(*, job_id: int) -> None:

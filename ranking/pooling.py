@@ -14,7 +14,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from annotate.jobs import JobProgress, job_finish, job_start, queue_on_commit
+from annotate.jobs import JobProgress, job_finish, job_queue, job_start
 from annotate.models import AnnotationProject, Document, Job, Round, Task
 from annotate.projects import project_tasks_add_for_personas
 from ranking import lucene, runs
@@ -150,15 +150,14 @@ def job_pool_create(*, project: AnnotationProject, round_: Round, depth: int, us
         raise ValueError("the pool depth must be between 1 and 1000")
     if round_.project_id != project.pk:
         raise ValueError("the round is not the project's")
-    job = Job.objects.create(
+    return job_queue(
         kind=Job.Kind.POOL,
+        task="ranking.tasks.pool_task",
         collection=project.collection,
-        created_by=user,
+        user=user,
         params={"project": project.slug, "round": round_.pk, "depth": depth},
         message=f"Waiting for a worker to pool {project.name} (depth {depth})",
     )
-    queue_on_commit("ranking.tasks.pool_task", job.pk)
-    return job
 
 
 def job_pool_run(*, job_id: int) -> None:

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.jobs import JobProgress, job_finish, job_start, queue_on_commit
+from annotate.jobs import JobProgress, job_finish, job_queue, job_start
 from annotate.models import Collection, Document, Job
 from annotate.selectors import collection_index_documents
 from ranking import features, lucene, visible
@@ -209,14 +209,13 @@ def collection_search(
 
 def job_index_create(*, collection: Collection, user=None) -> Job:
     """Record an index build and queue it once the transaction commits."""
-    job = Job.objects.create(
+    return job_queue(
         kind=Job.Kind.INDEX,
+        task="ranking.tasks.index_build_task",
         collection=collection,
-        created_by=user,
+        user=user,
         message="Waiting for a worker to build the index",
     )
-    queue_on_commit("ranking.tasks.index_build_task", job.pk)
-    return job
 
 
 def _index_execute(job: Job, progress, *, force: bool = False) -> dict:

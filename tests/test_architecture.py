@@ -198,7 +198,7 @@ def test_every_task_a_service_queues_by_name_is_registered():
     only fail when queued, so every one in the code is looked up here."""
     from celery import current_app
 
-    pattern = re.compile(r'\bqueue(?:_on_commit)?\(\s*"([\w.]+)"')
+    pattern = re.compile(r'(?:\bqueue(?:_on_commit)?\(\s*|\btask=)"([\w.]+)"')
     named = {
         name
         for path in modules().values()
