@@ -105,23 +105,32 @@ def collection_messages(*, collection: Collection) -> tuple[list[sensitivity.Mes
 
 class CollectionMatrix(NamedTuple):
     """The classifier's view of a whole collection: its messages, their document ids, the
-    featurizer fitted on them, and one feature row per message."""
+    featurizer fitted on them, one feature row per message, and the exchange-graph
+    centralities (``sensitivity.graph_features``) the rows were built from."""
 
     messages: list[sensitivity.Message]
     ids: list[int]
     featurizer: sensitivity.Featurizer
     matrix: object  # scipy.sparse.csr_matrix
+    graph: np.ndarray
 
 
-def ranking_document_features(*, collection: Collection) -> dict[str, np.ndarray] | None:
+def ranking_document_features(
+    *, collection: Collection, data: "CollectionMatrix | None" = None
+) -> dict[str, np.ndarray] | None:
     """``{docid: row of sensitivity.RANKING}`` for an email collection (what the joint ranker
     reads of each message beside relevance, dissertation Table 3.12); None for a collection
-    of other documents, which have no senders, recipients or attachments to describe."""
+    of other documents, which have no senders, recipients or attachments to describe.
+    ``data``: the collection's ``collection_matrix`` when already built (its messages and
+    exchange graph are reused)."""
     if collection.kind != Collection.Kind.EMAIL:
         return None
-    messages, _ = collection_messages(collection=collection)
+    if data is None:
+        messages, graph = collection_messages(collection=collection)[0], None
+    else:
+        messages, graph = data.messages, data.graph
     rows = sensitivity.ranking_features(
-        messages, collection.internal_domains or settings.SASC_INTERNAL_DOMAINS
+        messages, collection.internal_domains or settings.SASC_INTERNAL_DOMAINS, graph
     )
     return {m.docid: rows[i] for i, m in enumerate(messages)}
 
@@ -133,7 +142,10 @@ def collection_matrix(*, collection: Collection) -> CollectionMatrix:
     featurizer = sensitivity.Featurizer(
         collection.internal_domains or settings.SASC_INTERNAL_DOMAINS
     )
-    return CollectionMatrix(messages, ids, featurizer, featurizer.fit_transform(messages))
+    graph = sensitivity.graph_features(messages)
+    return CollectionMatrix(
+        messages, ids, featurizer, featurizer.fit_transform(messages, graph), graph
+    )
 
 
 def sensitivity_labels(
@@ -255,7 +267,7 @@ def sensitivity_model_train(
         )
     if progress:
         progress(1, 3)
-    messages, ids, featurizer, matrix = collection_matrix(collection=collection)
+    messages, ids, featurizer, matrix, _graph = collection_matrix(collection=collection)
     rows = [i for i, doc in enumerate(ids) if doc in labels]
     y = [labels[ids[i]] for i in rows]
     if progress:
@@ -398,7 +410,12 @@ def job_sensitivity_run(*, job_id: int) -> None:
 
 
 def out_of_fold_scores(
-    *, collection: Collection, labels: dict[int, int], objective: str = "f1", folds: int = 5
+    *,
+    collection: Collection,
+    labels: dict[int, int],
+    objective: str = "f1",
+    folds: int = 5,
+    data: CollectionMatrix | None = None,
 ) -> tuple[dict[str, float], float, dict]:
     """P(sensitive) of every document of the collection that no model saw the label of:
     labelled documents are scored by the classifier trained on the other folds, unlabelled
@@ -406,7 +423,7 @@ def out_of_fold_scores(
     threshold, and the folds' mean cross-validated report figures."""
     from sklearn.model_selection import StratifiedKFold
 
-    messages, ids, featurizer, matrix = collection_matrix(collection=collection)
+    messages, ids, featurizer, matrix, _graph = data or collection_matrix(collection=collection)
     rows = np.array([i for i, doc in enumerate(ids) if doc in labels])
     y = np.array([labels[ids[i]] for i in rows])
     if y.sum() < folds or len(y) - y.sum() < folds:

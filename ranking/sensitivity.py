@@ -144,9 +144,10 @@ RANKING = [
 ]
 
 
-def ranking_features(messages: list[Message], internal_domains=()) -> np.ndarray:
+def ranking_features(messages: list[Message], internal_domains=(), graph=None) -> np.ndarray:
     """The RANKING features of each message: (messages, len(RANKING)). A message with no
-    recipients is neither internally nor externally addressed; with no sender, likewise."""
+    recipients is neither internally nor externally addressed; with no sender, likewise.
+    ``graph``: the messages' ``graph_features`` when already computed."""
     domains = tuple(d.lower().lstrip("@") for d in internal_domains)
     rows = []
     for m in messages:
@@ -167,7 +168,7 @@ def ranking_features(messages: list[Message], internal_domains=()) -> np.ndarray
             ]
         )
     base = np.asarray(rows, dtype=float).reshape(len(messages), 10)
-    return np.hstack([base, graph_features(messages)])
+    return np.hstack([base, graph_features(messages) if graph is None else graph])
 
 
 class Featurizer:
@@ -178,7 +179,9 @@ class Featurizer:
         self.internal_domains = tuple(internal_domains)
         self.min_df = min_df
 
-    def fit_transform(self, messages: list[Message]):
+    def fit_transform(self, messages: list[Message], graph=None):
+        """Fit on ``messages`` and return their feature rows (``graph``: their
+        ``graph_features`` when already computed)."""
         import scipy.sparse as sp
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.preprocessing import StandardScaler
@@ -202,7 +205,10 @@ class Featurizer:
                 blocks.append(sp.csr_matrix((len(messages), 0), dtype=np.float32))
                 self.text[name] = None
         dense = np.hstack(
-            [metadata_features(messages, self.internal_domains), graph_features(messages)]
+            [
+                metadata_features(messages, self.internal_domains),
+                graph_features(messages) if graph is None else graph,
+            ]
         )
         self.scaler = StandardScaler().fit(dense)
         blocks.append(sp.csr_matrix(self.scaler.transform(dense).astype(np.float32)))

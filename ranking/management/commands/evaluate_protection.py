@@ -13,6 +13,7 @@ from annotate.parsing.trec import QREL_FORMATS
 from ranking import ltr, lucene, measures, protection, protection_eval, sensitivity
 from ranking.classifier import (
     ClassifierError,
+    collection_matrix,
     metadata_labels,
     out_of_fold_scores,
     ranking_document_features,
@@ -81,9 +82,11 @@ class Command(BaseCommand):
         labels = self._labels(collection, opts)  # document pk -> 0/1
         truth = {by_pk[pk]: bool(v) for pk, v in labels.items() if pk in by_pk}
         self.stderr.write(f"{sum(truth.values())} sensitive of {len(truth)} labelled documents")
+        # read and featurized once: the classifier's folds and the ranker's message features
+        data = collection_matrix(collection=collection)
         try:
             p_all, threshold, classifier = out_of_fold_scores(
-                collection=collection, labels=labels, objective=opts["objective"]
+                collection=collection, labels=labels, objective=opts["objective"], data=data
             )
         except ClassifierError as exc:
             raise CommandError(str(exc)) from None
@@ -121,7 +124,7 @@ class Command(BaseCommand):
         )
         row_of = {d: i for i, d in enumerate(features.docids)}
         # email: what the ranker reads of each message beside relevance (Table 3.12)
-        per_doc = ranking_document_features(collection=collection)
+        per_doc = ranking_document_features(collection=collection, data=data)
         if per_doc is not None:
             self.stderr.write(f"{len(sensitivity.RANKING)} message features beside relevance")
         index = index_paths(collection=collection).lucene

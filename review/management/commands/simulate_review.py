@@ -57,7 +57,7 @@ class Command(BaseCommand):
             )
         except ClassifierError as exc:
             raise CommandError(str(exc)) from None
-        messages, ids, featurizer, matrix = collection_matrix(collection=collection)
+        messages, ids, featurizer, matrix, _graph = collection_matrix(collection=collection)
         docid_of = {pk: m.docid for pk, m in zip(ids, messages, strict=True)}
         truth = {docid_of[pk]: bool(v) for pk, v in by_pk.items()}
         row = {m.docid: i for i, m in enumerate(messages)}
