@@ -227,40 +227,46 @@ def _state() -> str:
     return digest.hexdigest()
 
 
-def test_every_role_gets_what_the_table_says(client, world):
-    values, who = world
+def _as_each_role(client, who):
+    """Yield every (role, route name, pattern, keyword names), logged in as that role;
+    login and logout are left out (they change who is logged in)."""
     routes = named_routes(admin=False)
-    api = _api_methods()
-    table = _table()
-    write = bool(os.environ.get("SASC_WRITE_ROUTE_MATRIX"))
-    rows, wrong, changed = [], [], []
     for role in ROLES:
         client.logout()
         if who[role] is not None:
             client.force_login(who[role])
         for name, (pattern, kwargs) in sorted(routes.items()):
-            if name in ("logout", "login"):
-                continue
-            for variant in _variants(name, pattern, kwargs):
-                url = _url(name, pattern, kwargs, values[variant])
-                for method in _methods(name, api):
-                    before = _state() if method == "GET" else None
-                    response = getattr(client, method.lower())(
-                        url,
-                        BODIES.get((name, method), {}),
-                        content_type="application/json",
-                        HTTP_IDEMPOTENCY_KEY=f"matrix-{role}-{name}-{variant}",
+            if name not in ("logout", "login"):
+                yield role, name, pattern, kwargs
+
+
+def test_every_role_gets_what_the_table_says(client, world):
+    values, who = world
+    api = _api_methods()
+    table = _table()
+    write = bool(os.environ.get("SASC_WRITE_ROUTE_MATRIX"))
+    rows, wrong, changed = [], [], []
+    for role, name, pattern, kwargs in _as_each_role(client, who):
+        for variant in _variants(name, pattern, kwargs):
+            url = _url(name, pattern, kwargs, values[variant])
+            for method in _methods(name, api):
+                before = _state() if method == "GET" else None
+                response = getattr(client, method.lower())(
+                    url,
+                    BODIES.get((name, method), {}),
+                    content_type="application/json",
+                    HTTP_IDEMPOTENCY_KEY=f"matrix-{role}-{name}-{variant}",
+                )
+                got = _outcome(response)
+                assert not got.startswith("error"), (role, method, url, got)
+                if before is not None and _state() != before:
+                    changed.append(f"GET {url} as {role} changed the database")
+                rows.append((name, method, variant, role, got))
+                want = table.get((name, method, variant), {}).get(role)
+                if not write and want != got:
+                    wrong.append(
+                        f"{method} {url} ({variant}) as {role}: expected {want}, got {got}"
                     )
-                    got = _outcome(response)
-                    assert not got.startswith("error"), (role, method, url, got)
-                    if before is not None and _state() != before:
-                        changed.append(f"GET {url} as {role} changed the database")
-                    rows.append((name, method, variant, role, got))
-                    want = table.get((name, method, variant), {}).get(role)
-                    if not write and want != got:
-                        wrong.append(
-                            f"{method} {url} ({variant}) as {role}: expected {want}, got {got}"
-                        )
     if write:
         grid = {}
         for name, method, variant, role, got in rows:
@@ -316,22 +322,15 @@ def test_hostile_numbers_in_any_parameter_are_refused_never_a_server_error(clien
     from urllib.parse import urlencode
 
     values, who = world
-    routes = named_routes(admin=False)
     api = _api_methods()
     errors = []
-    for role in ROLES:
-        client.logout()
-        if who[role] is not None:
-            client.force_login(who[role])
-        for name, (pattern, kwargs) in sorted(routes.items()):
-            if name in ("logout", "login"):
-                continue
-            url = _url(name, pattern, kwargs, values["a"])
-            url += ("&" if "?" in url else "?") + urlencode(HOSTILE)
-            for method in [*_methods(name, api), "OPTIONS"]:
-                response = getattr(client, method.lower())(
-                    url, HOSTILE, HTTP_IDEMPOTENCY_KEY=f"hostile-{role}-{name}-{method}"
-                )
-                if response.status_code >= 500:
-                    errors.append(f"{method} {url} as {role}: {response.status_code}")
+    for role, name, pattern, kwargs in _as_each_role(client, who):
+        url = _url(name, pattern, kwargs, values["a"])
+        url += ("&" if "?" in url else "?") + urlencode(HOSTILE)
+        for method in [*_methods(name, api), "OPTIONS"]:
+            response = getattr(client, method.lower())(
+                url, HOSTILE, HTTP_IDEMPOTENCY_KEY=f"hostile-{role}-{name}-{method}"
+            )
+            if response.status_code >= 500:
+                errors.append(f"{method} {url} as {role}: {response.status_code}")
     assert errors == []
