@@ -55,6 +55,12 @@ def test_release_appears_without_reload_and_withholding_never(
     archivist.wait_for_url("**/review/*/*/")
     archivist.wait_for_load_state("load")  # the keys are handled by a deferred script
     first = int(archivist.url.rstrip("/").split("/")[-1])
+    archivist.keyboard.press("?")  # the page's keys, read from its form[data-keys]
+    wait_for(archivist, "!!document.querySelector('dialog[data-keys-help]')?.open")
+    listed = " ".join(archivist.inner_text("dialog[data-keys-help] dl").split())
+    assert listed == "r Release w Withhold n Not relevant", listed
+    archivist.keyboard.press("Escape")
+    wait_for(archivist, "!document.querySelector('dialog[data-keys-help]').open")
     archivist.keyboard.press("r")  # release; the next item opens
     archivist.wait_for_url(lambda u: not u.rstrip("/").endswith(f"/{first}"))
     archivist.wait_for_load_state("load")
