@@ -45,18 +45,38 @@ def _task_context(request, project, assignment, progress: dict | None = None) ->
     task = full.task
     if progress is None:
         progress = selectors.judging_progress(user=request.user, project=project, task_id=task.pk)
-    stems = query_stems(task.topic.title, light_stem)
     return {
         "project": project,
         "assignment": full,
+        "idempotency_key": uuid.uuid4().hex,
+        "progress": progress,
+        # A production round may re-serve a message judged in training: say so.
+        "earlier": selectors.judgment_in_other_round(user=request.user, task=task),
+        **_message_context(task),
+    }
+
+
+def _message_context(task) -> dict:
+    """Return what the message pane, the cards and the questions need (judge and edit)."""
+    stems = query_stems(task.topic.title, light_stem)
+    return {
         "task": task,
         "doc": task.document,
         "highlighted_body": highlight(task.document.body, stems, light_stem),
-        "idempotency_key": uuid.uuid4().hex,
-        "progress": progress,
         "relevance_choices": Judgment.Relevance.choices[::-1],
         "answer_choices": Answer.choices,
     }
+
+
+def _done(request, project) -> HttpResponse:
+    """Answer that no task waits, and why (the page shows the partial in place of a task)."""
+    response = render(
+        request,
+        "annotate/_done.html",
+        {"project": project, "idle": selectors.judging_idle(user=request.user, project=project)},
+    )
+    response["X-No-Task"] = "1"
+    return response
 
 
 @roles.role_required(roles.ANNOTATOR, roles.LEAD)
@@ -103,12 +123,13 @@ def judge(request, slug):
 @require_POST
 @annotator_required
 def next_task(request, slug):
-    """Claim and return a task partial to preload, other than the ones the page shows."""
+    """Claim and return a task partial to preload, other than the ones the page shows; or,
+    when none is left, the reasons why (header ``X-No-Task``)."""
     project = _project(request, slug)
     held = id_params(request.POST.getlist("held"))
     assignment = judgments.task_claim(user=request.user, project=project, skip_task_ids=held)
     if assignment is None:
-        return HttpResponse(status=204)
+        return _done(request, project)
     return render(
         request, "annotate/_task.html", _task_context(request, project, _load(request, assignment))
     )
@@ -255,6 +276,7 @@ def edit(request, slug, judgment_id):
     project = _project(request, slug)
     judgment = (
         selectors.judgments_for_user(user=request.user, project=project)
+        .prefetch_related("task__document__attachments")
         .filter(pk=judgment_id)
         .first()
     )
@@ -285,10 +307,7 @@ def edit(request, slug, judgment_id):
             "project": project,
             "judgment": judgment,
             "error": error,
-            "task": judgment.task,
-            "doc": judgment.task.document,
-            "relevance_choices": Judgment.Relevance.choices[::-1],
-            "answer_choices": Answer.choices,
+            **_message_context(judgment.task),
         },
     )
 

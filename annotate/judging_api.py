@@ -253,7 +253,8 @@ class JudgmentEditApi(APIView):
 
 
 class ProjectProgressApi(APIView):
-    """Return judgments done and needed in the project's open rounds, and the caller's count."""
+    """Return judgments done and needed in the project's open rounds, and the caller's count.
+    Judgments needed = tasks + extra judgments (of tasks judged by more than one annotator)."""
 
     required_roles = (roles.ANNOTATOR, roles.LEAD)
 
@@ -261,6 +262,8 @@ class ProjectProgressApi(APIView):
         project_done = serializers.IntegerField()
         project_needed = serializers.IntegerField()
         project_percent = serializers.IntegerField()
+        project_tasks = serializers.IntegerField()
+        project_extra = serializers.IntegerField()
         mine = serializers.IntegerField()
 
     @extend_schema(responses={200: OutputSerializer})

@@ -72,6 +72,18 @@ class TaskFull(AnnotationError):
     code = "task_full"
 
 
+class TaskSkipped(AnnotationError):
+    status = 409
+    code = "task_skipped"
+
+
+class TaskNotNeeded(AnnotationError):
+    """The task needs no more judgments: its active-learning budget is spent."""
+
+    status = 409
+    code = "task_not_needed"
+
+
 @dataclass(frozen=True)
 class Answers:
     """The three questions and the comment of one judgment (DOMAIN.md §1)."""
@@ -327,6 +339,11 @@ def judgment_submit(
                     "You have already judged this task; change it from your history.",
                     judgment_id=existing.pk,
                 )
+            if status == Assignment.Status.SKIPPED:
+                raise TaskSkipped(
+                    "You skipped this task, so your answers were not saved; to judge it, "
+                    "take it back from your history (Judge it now)."
+                )
             expires_at = _db_datetime(expires_at)
             if status != Assignment.Status.LEASED or expires_at <= now:
                 raise LeaseExpired(
@@ -482,7 +499,7 @@ def task_resume(*, user, task_id: int) -> Assignment:
             raise AnnotationError("Only a skipped task can be taken back.")
         task = Task.objects.select_for_update().get(pk=task_id)
         if task.claimed >= task.required:
-            raise TaskFull("Other annotators have taken this task meanwhile.")
+            raise _why_full(task)
         now = timezone.now()
         assignment.status = Assignment.Status.LEASED
         assignment.leased_at = now
@@ -490,6 +507,31 @@ def task_resume(*, user, task_id: int) -> Assignment:
         assignment.save(update_fields=["status", "leased_at", "expires_at"])
         Task.objects.filter(pk=task_id).update(claimed=F("claimed") + 1)
     return assignment
+
+
+def _why_full(task: Task) -> AnnotationError:
+    """Return the true reason a skipped task cannot be taken back (it has no free place)."""
+    if task.source in (Task.Source.ACTIVE, Task.Source.SEED):
+        from ranking.models import LearningPlan
+
+        plan = LearningPlan.objects.filter(
+            project_id=task.project_id, topic_id=task.topic_id, round_id=task.round_id
+        ).first()
+        if plan is not None and plan.status == LearningPlan.Status.FINISHED:
+            return TaskNotNeeded(
+                "Active learning on this topic has spent its budget"
+                f"{f' ({plan.status_message})' if plan.status_message else ''}: "
+                "this task needs no more judgments."
+            )
+    if task.judged >= task.required:
+        people = "another annotator" if task.judged == 1 else f"{task.judged} annotators"
+        return TaskFull(
+            f"This task has the judgments it needs: {people} judged it after you skipped it."
+        )
+    return TaskFull(
+        "Another annotator holds this task now; it comes back to your history's list "
+        "if their claim expires unjudged."
+    )
 
 
 def adjudicate(

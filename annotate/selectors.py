@@ -150,15 +150,15 @@ def assignment_for_user(*, user, task_id: int) -> Assignment | None:
 
 
 _PROGRESS_SQL = """
-    SELECT 0, SUM(t.judged), SUM(t.required) FROM annotate_task t
+    SELECT 0, SUM(t.judged), SUM(t.required), COUNT(*) FROM annotate_task t
      WHERE t.project_id = %(project)s
        AND t.round_id IN (SELECT r.id FROM annotate_round r
                            WHERE r.project_id = %(project)s AND r.is_open)
     UNION ALL
-    SELECT 1, COUNT(*), 0 FROM annotate_judgment j JOIN annotate_task t ON t.id = j.task_id
+    SELECT 1, COUNT(*), 0, 0 FROM annotate_judgment j JOIN annotate_task t ON t.id = j.task_id
      WHERE j.annotator_id = %(user)s AND t.project_id = %(project)s
     UNION ALL
-    SELECT 2 + s.id, SUM(t.judged), SUM(t.required)
+    SELECT 2 + s.id, SUM(t.judged), SUM(t.required), COUNT(*)
       FROM annotate_task s JOIN annotate_task t
         ON t.round_id = s.round_id AND t.topic_id = s.topic_id AND t.persona_id = s.persona_id
      WHERE s.id IN ({tasks}) AND s.project_id = %(project)s
@@ -180,17 +180,23 @@ def judging_progress_many(*, user, project: AnnotationProject, task_ids) -> list
     sql = _PROGRESS_SQL.format(tasks=", ".join(f"%(t{i})s" for i in range(len(ids))) or "NULL")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        rows = {key: (done or 0, needed or 0) for key, done, needed in cursor.fetchall()}
-    project_done, project_needed = rows.get(0, (0, 0))
+        rows = {
+            key: (done or 0, needed or 0, tasks or 0)
+            for key, done, needed, tasks in cursor.fetchall()
+        }
+    project_done, project_needed, project_tasks = rows.get(0, (0, 0, 0))
     out = []
     for task_id in task_ids:
         p = {
             "project_done": project_done,
             "project_needed": project_needed,
-            "mine": rows.get(1, (0, 0))[0],
+            # Judgments needed = tasks + extra judgments of tasks judged by several people.
+            "project_tasks": project_tasks,
+            "project_extra": project_needed - project_tasks,
+            "mine": rows.get(1, (0, 0, 0))[0],
         }
         if task_id is not None:
-            p["batch_done"], p["batch_needed"] = rows.get(2 + int(task_id), (0, 0))
+            p["batch_done"], p["batch_needed"], _ = rows.get(2 + int(task_id), (0, 0, 0))
         for prefix in ("project", "batch"):
             n = p.get(f"{prefix}_needed")
             if n is not None:
@@ -202,6 +208,55 @@ def judging_progress_many(*, user, project: AnnotationProject, task_ids) -> list
 def judging_progress(*, user, project: AnnotationProject, task_id: int | None) -> dict:
     """Return done/needed for the task's (topic, persona) batch, the project and the user."""
     return judging_progress_many(user=user, project=project, task_ids=[task_id])[0]
+
+
+def judgment_in_other_round(*, user, task) -> Judgment | None:
+    """Return the user's judgment of the same (topic, persona, message) in another round of
+    the task's project (a production round re-serving a training round's message), or None."""
+    return (
+        Judgment.objects.filter(
+            annotator=user,
+            task__project_id=task.project_id,
+            task__topic_id=task.topic_id,
+            task__persona_id=task.persona_id,
+            task__document_id=task.document_id,
+        )
+        .exclude(task_id=task.pk)
+        .select_related("round")
+        .order_by("-round__number")
+        .first()
+    )
+
+
+def judging_idle(*, user, project: AnnotationProject) -> dict:
+    """Return why no task waits for the user: open rounds, tasks the user skipped that still
+    need judgments, tasks other annotators hold, the project's learning plans, own count."""
+    from ranking.models import LearningPlan
+
+    open_rounds = project.rounds.filter(is_open=True).values("id")
+    unfinished = Task.objects.filter(
+        project=project, round_id__in=open_rounds, judged__lt=F("required")
+    )
+    mine = Assignment.objects.filter(annotator=user, task__project=project)
+    skipped = unfinished.filter(
+        pk__in=mine.filter(status=Assignment.Status.SKIPPED).values("task_id")
+    ).count()
+    held = (
+        unfinished.filter(claimed__gte=F("required"))
+        .exclude(pk__in=mine.exclude(status=Assignment.Status.EXPIRED).values("task_id"))
+        .count()
+    )
+    plans = [
+        {"topic": p.topic.number, "status": p.status, "message": p.status_message}
+        for p in LearningPlan.objects.filter(project=project).select_related("topic")
+    ]
+    return {
+        "open_rounds": project.rounds.filter(is_open=True).count(),
+        "skipped": skipped,
+        "held_by_others": held,
+        "plans": plans,
+        "mine": Judgment.objects.filter(annotator=user, task__project=project).count(),
+    }
 
 
 def judgments_for_user(

@@ -1,13 +1,14 @@
 // The judging page: keyboard answers, active-time measurement, the next task shown at once
 // from a preloaded copy, and saves that retry with the same Idempotency-Key until the
 // server has answered (a save is never dropped, and never stored twice).
+// The edit page (#judge-edit) shares the keys and the checks; its form posts as usual.
 (() => {
   "use strict";
-  const root = document.getElementById("judge");
+  const editing = document.getElementById("judge-edit");
+  const root = document.getElementById("judge") || editing;
   if (!root) return;
   const current = document.getElementById("current");
   const preloaded = document.getElementById("preloaded");
-  const allDone = document.getElementById("all-done");
   const statusEl = document.getElementById("save-status");
   const errorsEl = document.getElementById("save-errors");
   const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || "";
@@ -37,8 +38,12 @@
     lastActivity = Date.now();
     const f = form();
     if (f) {
-      f.elements.started_at.value = new Date().toISOString();
-      f.querySelector("input[type=radio]").focus({ preventScroll: true });
+      // The checks below name the question at fault beside it; the browser's own bubble
+      // (kept for pages without scripts) would name only the first.
+      f.noValidate = true;
+      if (f.elements.started_at) f.elements.started_at.value = new Date().toISOString();
+      (f.querySelector("input[type=radio]:checked") || f.querySelector("input[type=radio]"))
+        .focus({ preventScroll: true });
     }
     window.scrollTo(0, 0);
   }
@@ -72,9 +77,13 @@
     return false;
   }
 
+  let doneHtml = "";  // why no task waits, as the server said last
+
   function showAllDone() {
     if (task()) return;
-    current.replaceChildren(document.importNode(allDone.content, true));
+    const tpl = document.createElement("template");
+    tpl.innerHTML = doneHtml;
+    current.replaceChildren(tpl.content);
   }
 
   function setPreloaded(html) {
@@ -109,8 +118,13 @@
       method: "POST", body, credentials: "same-origin",
       headers: { "X-Requested-With": "fetch", "X-CSRFToken": csrf() },
     });
-    if (res.status === 200) setPreloaded(await res.text());
-    else if (res.status === 204 && !queue.length) showAllDone();
+    if (res.status !== 200) return res.status;
+    if (res.headers.get("X-No-Task")) {
+      doneHtml = await res.text();
+      if (!queue.length) showAllDone();
+      return 204;
+    }
+    setPreloaded(await res.text());
     return res.status;
   }
 
@@ -192,19 +206,35 @@
     if (queue.length) { e.preventDefault(); e.returnValue = ""; }
   });
 
+  // --- checks: each unanswered question says so beside itself, and comes into view.
+  function clearError(fieldset) {
+    const el = fieldset && fieldset.querySelector(".field-error");
+    if (el) { el.hidden = true; el.textContent = ""; fieldset.removeAttribute("aria-invalid"); }
+  }
+
+  function unanswered(f) {
+    const missing = Array.from(f.querySelectorAll("fieldset[data-question]")).filter(
+      (fs) => !fs.querySelector("input[type=radio]:checked"));
+    f.querySelectorAll("fieldset[data-question]").forEach(clearError);
+    missing.forEach((fs) => {
+      const el = fs.querySelector(".field-error");
+      el.textContent = "Answer this question first.";
+      el.hidden = false;
+      fs.setAttribute("aria-invalid", "true");
+    });
+    if (missing.length) {
+      missing[0].scrollIntoView({ block: "nearest" });
+      missing[0].querySelector("input[type=radio]").focus({ preventScroll: true });
+    }
+    return missing.length;
+  }
+
   function submitCurrent() {
     const f = form();
+    if (!f || unanswered(f)) return;
+    if (editing) { f.submit(); return; }  // a plain post: the server answers with history
     const t = task();
-    if (!f || !t) return;
-    const missing = ["relevance", "persona_sensitive", "personal_sensitive"].filter(
-      (name) => !f.querySelector(`input[name=${name}]:checked`));
-    const errorEl = f.querySelector(".form-error");
-    if (missing.length) {
-      errorEl.hidden = false;
-      errorEl.textContent = `Answer question${missing.length > 1 ? "s" : ""} ${missing
-        .map((m) => ({ relevance: 1, persona_sensitive: 2, personal_sensitive: 3 })[m]).join(", ")} first.`;
-      return;
-    }
+    if (!t) return;
     f.elements.active_seconds.value = active.toFixed(1);
     judged.add(t.dataset.taskId);
     queue.push({
@@ -222,8 +252,12 @@
 
   function choose(name, value) {
     const input = form()?.querySelector(`input[name="${name}"][value="${value}"]`);
-    if (input) { input.checked = true; answered.push(name); }
+    if (input) { input.checked = true; answered.push(name); clearError(input.closest("fieldset")); }
   }
+
+  document.addEventListener("change", (e) => {
+    if (e.target.type === "radio") clearError(e.target.closest("fieldset[data-question]"));
+  });
 
   document.addEventListener("submit", (e) => {
     if (e.target.matches("form.answers") && current.contains(e.target)) {
@@ -232,20 +266,26 @@
     }
   });
 
+  function toggleGuidelines() {
+    const g = document.getElementById("guidelines");
+    if (g.open) g.close(); else g.showModal();
+  }
+
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey) {
       if (e.key === "Enter" && e.target.name === "comment") { e.preventDefault(); submitCurrent(); }
       return;
     }
+    if (document.querySelector("dialog[open]")) return;  // the dialog's own keys (Esc)
     const tag = (e.target.tagName || "").toLowerCase();
     if (tag === "textarea" || (tag === "input" && e.target.type !== "radio")) {
       if (e.key === "Escape") e.target.blur();
       return;
     }
+    if (tag === "button" && e.key === "Enter") return;  // the button's own action
     const f = form();
     if (e.key === "g") {
-      const g = document.getElementById("guidelines");
-      g.hidden = !g.hidden;
+      toggleGuidelines();
     } else if (e.key === "h") {
       location.href = root.dataset.historyUrl;
     } else if (!f) {
@@ -267,7 +307,7 @@
     } else if (e.key === "p") {
       const p = current.querySelector("[data-persona]");
       p.open = !p.open;
-    } else if (e.key === "s") {
+    } else if (e.key === "s" && current.querySelector("form.skip details")) {
       const d = current.querySelector("form.skip details");
       d.open = true;
       d.querySelector("input[name=reason]").focus();
@@ -278,12 +318,9 @@
   });
 
   document.addEventListener("click", (e) => {
-    if (e.target.matches("[data-toggle=guidelines]")) {
-      const g = document.getElementById("guidelines");
-      g.hidden = !g.hidden;
-    }
+    if (e.target.closest("[data-toggle=guidelines]")) toggleGuidelines();
   });
 
   startTask();
-  preload();  // the page claims nothing by itself (GET): the next task, or the first, by POST
+  if (!editing) preload();  // the page claims nothing by itself (GET): the next task, or the first, by POST
 })();

@@ -121,7 +121,10 @@ class Command(BaseCommand):
         )
         production = projects.round_open(project=project, kind=Round.Kind.PRODUCTION)
         n += projects.project_tasks_from_search(project=project, round_=production, k=15)
-        self.say(f"Annotation project {project.name!r}: {n} tasks")
+        # Training tasks are judged by every annotator and some production tasks by two:
+        # say how many judgments that makes, the number the judging page counts.
+        needed = sum(project.tasks.values_list("required", flat=True))
+        self.say(f"Annotation project {project.name!r}: {n} tasks, {needed} judgments needed")
         self.create_learning_project(collection, annotators, topics)
 
     def create_learning_project(self, collection, annotators, topics):
@@ -135,6 +138,7 @@ class Command(BaseCommand):
             personas=Persona.objects.filter(name="Maeve Gallagher"),
             topics=[topic],
             annotators=annotators,
+            guidelines=(DEMO_DIR / "guidelines.md").read_text(),
         )
         learning_plan_create(
             project=project,
