@@ -118,3 +118,24 @@ def test_a_notice_that_counted_pending_documents_would_be_caught(
     # every page with the notice tells the worlds apart
     assert {"searcher-home", "searcher-search", "results"} <= set(differing)
     assert any(name.startswith("search ") for name in differing)
+
+
+def test_with_no_classifier_a_first_search_shows_what_archivists_released(
+    published, users, login, make_user
+):
+    from ranking.models import SensitivityModel
+
+    c, persona, docs, kinds = published
+    SensitivityModel.objects.all().delete()  # no classifier: only releases are visible
+    visibility.forget()
+    earlier = login(make_user("earlier-searcher", roles.SEARCHER))
+    page = searcher_search(earlier, c, "razor").content.decode()
+    assert 'id="results"' not in page and "How review works" in page
+    asked = ReviewRequest.objects.order_by("rank", "document_id").first()
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=asked.document, kind="release"
+    )
+    # a newcomer's first search shows it at once, with the same notice
+    page = searcher_search(login(users["searcher"]), c, "razor").content.decode()
+    assert reverse("searcher-document", args=[c.slug, asked.document_id]) in page
+    assert page.count("<li data-doc=") == 1 and "How review works" in page
