@@ -2,7 +2,6 @@
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404
@@ -20,19 +19,6 @@ from ranking.services import IndexNotReady, collection_search
 BROWSE = (roles.LEAD, roles.ARCHIVIST)
 browse_required = roles.role_required(*BROWSE)
 PAGE = 20
-
-
-@login_required
-def home(request):
-    """Show the home page: the collections and projects open to the user."""
-    return render(
-        request,
-        "annotate/home.html",
-        {
-            "collections": selectors.collections_for_user(request.user),
-            "projects": selectors.projects_for_user(request.user),
-        },
-    )
 
 
 def _collection(request, slug) -> Collection:

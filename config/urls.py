@@ -11,7 +11,7 @@ from ranking import views as ranking_views
 from review import views as review_views
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", review_views.home, name="home"),
     path("health/", health, name="health"),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -466,6 +466,15 @@ class StoredScores:
     names: list[str]
     contribution_index: object = None  # numpy arrays, absent in files without them
     contribution_value: object = None
+    weights: object = None  # numpy array, one per name: the classifier's linear weights
+
+    def weight(self, name: str) -> float:
+        """The classifier's weight of a feature (0.0 when unknown): with a document's
+        contribution, its sign says whether the document's value is above the mean
+        (``ranking.explain.contribution_phrase``)."""
+        if self.weights is None or name not in self.names:
+            return 0.0
+        return float(self.weights[self.names.index(name)])
 
     def contributions(self, docid: str) -> tuple[list, list]:
         """The features pushing this document towards sensitive and towards not sensitive,
@@ -484,12 +493,14 @@ def _stored(path: str) -> StoredScores:
 
     stored = joblib.load(path)
     featurizer = stored.get("featurizer")
+    model = stored.get("model")
     return StoredScores(
         p=dict(zip(stored["docids"], map(float, stored["scores"]), strict=True)),
         row={docid: i for i, docid in enumerate(stored["docids"])},
         names=list(featurizer.names) if featurizer is not None else [],
         contribution_index=stored.get("contribution_index"),
         contribution_value=stored.get("contribution_value"),
+        weights=sensitivity.coefficients(model) if model is not None else None,
     )
 
 

@@ -69,6 +69,44 @@ def pending_reviews(*, collection, persona) -> dict[str, int]:
     return {"pending_reviews": pending.values("document_id").distinct().count()}
 
 
+@dataclass(frozen=True)
+class SearchNotice:
+    """What a searcher is told about review. A function of the publication's settings and
+    the deployment's ``SASC_REVIEW_WAIT`` alone: never of what is pending, withheld or
+    hidden (how many documents wait, or whether any do, is itself information about hidden
+    documents), so it reads the same after every search (docs/protection.md)."""
+
+    wait: str  # "within a working day": the deployment's typical wait for a review
+
+
+def search_notice(*, publication) -> SearchNotice | None:
+    """The review notice searchers of ``publication`` see (None: the lead turned it off;
+    ``publication=None``: the notice of the search home page, for every collection)."""
+    from django.conf import settings
+
+    if publication is not None and not publication.show_pending_notice:
+        return None
+    return SearchNotice(wait=settings.SASC_REVIEW_WAIT)
+
+
+def collections_published():
+    """The collections open for search, by name (what a searcher may know of them: names
+    and descriptions, no counts)."""
+    from annotate.models import Collection
+
+    return Collection.objects.filter(publication__published=True).order_by("name")
+
+
+def review_queue_summary() -> dict[str, int]:
+    """For the archivist's home page: documents waiting (one per persona and document) and
+    the searches waiting on them."""
+    pending = ReviewRequest.objects.filter(status=ReviewRequest.Status.PENDING)
+    return {
+        "documents": pending.values("persona_id", "document_id").distinct().count(),
+        "searches": pending.values("search_id").distinct().count(),
+    }
+
+
 QUEUE_ORDERS = {
     "waiting": ("Searchers waiting longest first, then most uncertain", ("first", "uncertainty")),
     "uncertain": ("Most uncertain first, then waiting longest", ("uncertainty", "first")),
@@ -100,6 +138,87 @@ def review_queue(*, order: str = "waiting", limit: int = 100) -> list[dict]:
     for row in rows:
         row["request"] = first_request[(row["persona_id"], row["document_id"])]
     return rows
+
+
+@dataclass
+class QueueItem:
+    """One queued (persona, document) as the archivist's queue shows it."""
+
+    persona_id: int
+    document: object  # annotate.models.Document
+    persona_name: str
+    searches: int  # searches waiting on it
+    queries: list[str]  # the distinct queries of those searches, oldest first
+    first: object  # when the first of them asked
+    p: float | None  # P(sensitive) of the current classifier; None: not scored by it
+    version: int | None  # the current classifier's version; None: none trained yet
+    band: tuple[float, float] | None  # the publication's band, when published
+    snippet: str
+    sender: str
+    participants: list[str]
+
+
+def _participants(document) -> list[str]:
+    addresses = document.addresses or {}
+    found = [addresses.get("from") or ""]
+    found += [a for key in ("to", "cc") for a in addresses.get(key) or []]
+    return [a.lower() for a in found if a]
+
+
+def review_queue_threads(*, order: str = "waiting", limit: int = 200) -> list:
+    """The review queue (``review_queue``) as the archivist reads it: each item with its
+    sender, date, a snippet, the queries waiting on it and the current classifier's view,
+    grouped into threads (``review.threads``), threads in the order of their first item."""
+    from ranking.classifier import stored_scores
+    from review.models import Publication
+    from review.threads import body_snippet, threads_group
+
+    rows = review_queue(order=order, limit=limit)
+    queries: dict[tuple[int, int], list[str]] = {}
+    for persona_id, document_id, query in (
+        ReviewRequest.objects.filter(
+            status=ReviewRequest.Status.PENDING,
+            document_id__in={r["document_id"] for r in rows},
+        )
+        .order_by("requested_at", "id")
+        .values_list("persona_id", "document_id", "search__query")
+    ):
+        seen = queries.setdefault((persona_id, document_id), [])
+        if query not in seen:
+            seen.append(query)
+    bands = {
+        (p.collection_id, p.persona_id): (p.band_low, p.band_high)
+        for p in Publication.objects.all()
+    }
+    scores: dict[tuple[int, int], tuple] = {}  # (collection, persona) -> (model, stored)
+    items = []
+    for row in rows:
+        request = row["request"]
+        doc, persona = request.document, request.persona
+        key = (doc.collection_id, persona.pk)
+        if key not in scores:
+            scores[key] = stored_scores(collection=doc.collection, persona=persona)
+        model, stored = scores[key]
+        people = _participants(doc)
+        items.append(
+            QueueItem(
+                persona_id=persona.pk,
+                document=doc,
+                persona_name=persona.name,
+                searches=row["searches"],
+                queries=queries.get((persona.pk, doc.pk), []),
+                first=row["first"],
+                p=stored.p.get(doc.docid) if stored else None,
+                version=model.version if model else None,
+                band=bands.get(key),
+                snippet=body_snippet(doc.body),
+                sender=doc.from_header or (people[0] if people else ""),
+                participants=people,
+            )
+        )
+    return threads_group(
+        items, subject=lambda i: i.document.subject, participants=lambda i: i.participants
+    )
 
 
 def decisions_in_force(*, kind: str = "", limit: int = 200) -> list[Decision]:

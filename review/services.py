@@ -22,7 +22,7 @@ from annotate.jobs import queue_on_commit
 from annotate.models import Collection, Document, Persona
 from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
-from review import visibility
+from review import selectors, visibility
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
 from review.selectors import decisions_in_force_kinds
 
@@ -50,7 +50,7 @@ class SearchOutcome:
     search: SearchLog
     shown: list[Document]
     scores: list[float]
-    notice: bool
+    notice: object  # selectors.SearchNotice or None: the same whatever is pending
 
 
 def _publication(collection: Collection) -> Publication:
@@ -99,7 +99,7 @@ def search_protected(*, user, collection: Collection, query: str) -> SearchOutco
             classifier=view.key[3][0] if view.key[3] else None,
         )
         queue_on_commit("review.tasks.review_requests_task", search.pk, robust=True)
-    return SearchOutcome(search, shown, scores, publication.show_pending_notice)
+    return SearchOutcome(search, shown, scores, selectors.search_notice(publication=publication))
 
 
 def review_requests_create(*, search_id: int) -> int:
@@ -198,7 +198,7 @@ def search_results(*, user, collection: Collection, search_id: int) -> SearchOut
     view = visibility.view(publication)
     docs = Document.objects.in_bulk(search.shown)
     shown = [docs[pk] for pk in search.shown if pk in docs and docs[pk].docid in view.docids]
-    return SearchOutcome(search, shown, [], publication.show_pending_notice)
+    return SearchOutcome(search, shown, [], selectors.search_notice(publication=publication))
 
 
 def released_for(*, user, search: SearchLog, already: set[int]) -> list[tuple[Document, float]]:

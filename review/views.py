@@ -6,6 +6,7 @@ import json
 from datetime import date
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -13,19 +14,46 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotate import roles
+from annotate import selectors as annotate_selectors
 from annotate.exports import csv_safe
 from annotate.models import Collection, Document, Persona
 from config.params import id_params
-from ranking import lucene
+from ranking import explain, lucene
 from ranking.classifier import stored_scores
 from ranking.highlight import query_stems
 from ranking.services import result_snippet
 from review import selectors, services
-from review.models import AuditEvent, Decision, SearchLog
+from review.models import AuditEvent, Decision, Publication, SearchLog
 
 searcher_required = roles.role_required(roles.SEARCHER)
 archivist_required = roles.role_required(roles.ARCHIVIST)
 lead_required = roles.role_required(roles.LEAD)
+
+
+@login_required
+def home(request):
+    """Show each of the user's roles what it can do now, from the data: a searcher the
+    collections open for search, an archivist the queue, a lead and an archivist the
+    collections, an annotator their projects. Nothing a searcher sees here depends on
+    hidden documents (no counts of documents, pending or withheld)."""
+    user_roles = roles.user_roles(request.user)
+    context = {
+        "collections": annotate_selectors.collections_for_user(request.user),
+        "projects": annotate_selectors.projects_for_user(request.user),
+        "published": [],
+        "queue": None,
+        "notice": None,
+    }
+    if roles.SEARCHER in user_roles:
+        context["published"] = selectors.collections_published()
+        context["notice"] = selectors.search_notice(publication=None)
+    if roles.ARCHIVIST in user_roles:
+        context["queue"] = selectors.review_queue_summary()
+    if roles.LEAD in user_roles:
+        context["loop_collections"] = Collection.objects.filter(publication__isnull=False).order_by(
+            "name"
+        )
+    return render(request, "annotate/home.html", context)
 
 
 def _published(slug) -> Collection:
@@ -39,8 +67,14 @@ def _published(slug) -> Collection:
 @searcher_required
 def search_list(request):
     """List the collections the searcher may search."""
-    published = Collection.objects.filter(publication__published=True).order_by("name")
-    return render(request, "review/search_list.html", {"collections": published})
+    return render(
+        request,
+        "review/search_list.html",
+        {
+            "collections": selectors.collections_published(),
+            "notice": selectors.search_notice(publication=None),
+        },
+    )
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -59,7 +93,14 @@ def search(request, slug):
     else:
         query = request.GET.get("q", "").strip()[:500]
     return render(
-        request, "review/search.html", {"collection": collection, "query": query, "outcome": None}
+        request,
+        "review/search.html",
+        {
+            "collection": collection,
+            "query": query,
+            "outcome": None,
+            "notice": selectors.search_notice(publication=collection.publication),
+        },
     )
 
 
@@ -78,7 +119,13 @@ def results(request, slug, search_id):
     return render(
         request,
         "review/search.html",
-        {"collection": collection, "query": query, "outcome": outcome, "results": rows},
+        {
+            "collection": collection,
+            "query": query,
+            "outcome": outcome,
+            "results": rows,
+            "notice": outcome.notice,
+        },
     )
 
 
@@ -125,10 +172,37 @@ def _queue_order(request) -> str:
 def queue(request):
     """Show the archivist's review queue in the chosen order."""
     order = _queue_order(request)
-    rows = selectors.review_queue(order=order)
+    threads = selectors.review_queue_threads(order=order)
     template = "review/_queue.html" if request.htmx else "review/queue.html"
     orders = [(key, label) for key, (label, _k) in selectors.QUEUE_ORDERS.items()]
-    return render(request, template, {"rows": rows, "order": order, "orders": orders})
+    return render(
+        request,
+        template,
+        {
+            "threads": threads,
+            "total": sum(len(t.items) for t in threads),
+            "order": order,
+            "orders": orders,
+        },
+    )
+
+
+def _in_words(pairs, stored=None) -> list[tuple[str, float]]:
+    """(feature, weight or contribution) pairs as (phrase, number) for the archivist
+    (``ranking.explain``); with ``stored``, the numbers are one document's contributions and
+    their direction comes from the classifier's weights. A name no phrase covers (a stored
+    version from an older featurizer) is shown as it is rather than failing the page."""
+    out = []
+    for name, value in pairs:
+        try:
+            if stored is None:
+                phrase = explain.feature_phrase(name)
+            else:
+                phrase = explain.contribution_phrase(name, value, stored.weight(name))
+        except ValueError:
+            phrase = name
+        out.append((phrase, value))
+    return out
 
 
 @require_safe
@@ -139,6 +213,7 @@ def item(request, persona_id, document_id):
     doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
     model, stored = stored_scores(collection=doc.collection, persona=persona)
     towards, away = stored.contributions(doc.docid) if stored else ([], [])
+    publication = Publication.objects.filter(collection=doc.collection, persona=persona).first()
     with transaction.atomic():
         services.audit(
             user=request.user,
@@ -155,8 +230,14 @@ def item(request, persona_id, document_id):
             "doc": doc,
             "p": stored.p.get(doc.docid) if stored else None,
             "model": model,
-            "towards": towards,
-            "away": away,
+            "version": model.version if model else None,
+            "band": (publication.band_low, publication.band_high) if publication else None,
+            "towards": _in_words(towards, stored),
+            "away": _in_words(away, stored),
+            "top_sensitive": _in_words(model.report.get("top_sensitive", [])[:10] if model else []),
+            "top_not_sensitive": _in_words(
+                model.report.get("top_not_sensitive", [])[:10] if model else []
+            ),
             "queries": selectors.exposing_queries(document=doc, persona=persona),
             "earlier": selectors.decisions_on(document=doc, persona=persona),
             "today": date.today(),

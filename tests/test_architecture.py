@@ -21,12 +21,12 @@ LAYER_NAMES = {CORE: "core", DATA: "data", SERVICES: "services", ENTRY: "entry p
 LAYERS = [
     # pure: numpy / scipy / scikit-learn / pyserini, no Django, no app data
     (
-        r"ranking\.(active|features|highlight|ltr|lucene|measures|protection|protection_eval"
+        r"ranking\.(active|explain|features|highlight|ltr|lucene|measures|protection|protection_eval"
         r"|runs|sensitivity|simulate|visible)",
         CORE,
     ),
     (r"annotate\.(agreement|parsing(\..+)?)", CORE),
-    (r"review\.(routing|simulate)", CORE),
+    (r"review\.(routing|simulate|threads)", CORE),
     # tables and the roles that guard them
     (r"(annotate|ranking|review)\.models", DATA),
     (r"annotate\.roles", DATA),

@@ -92,17 +92,20 @@ def test_most_uncertain_caps_the_requests_a_search_makes(published, login, users
     assert capped.shown == []  # the held-back ones are not shown either
 
 
-def test_the_review_page_shows_what_pushes_this_document(published, login, users):
+def test_the_review_page_shows_what_pushes_this_document_in_words(published, login, users):
     c, persona, docs, kinds = published
     model = SensitivityModel.objects.get(collection=c, persona=persona)
     stored = joblib.load(model.path)
     n = len(stored["docids"])
     index = np.full((n, 4), -1, dtype=np.int32)
     value = np.zeros((n, 4), dtype=np.float32)
-    index[0] = [1, -1, 0, -1]
-    value[0] = [0.8, 0, -0.3, 0]
+    index[0] = [1, -1, 0, 2]
+    value[0] = [0.8, 0, -0.3, -0.5]
+    names = ["body:payroll", "meta:weekend", "meta:reply"]
     stored.update(
-        featurizer=FeatureNames(["body:payroll", "meta:weekend"]),
+        featurizer=FeatureNames(names),
+        # weights: payroll away from sensitive; weekend and reply towards
+        model=LinearModel([-0.6, 2.0, 1.0]),
         contribution_index=index,
         contribution_value=value,
     )
@@ -111,13 +114,24 @@ def test_the_review_page_shows_what_pushes_this_document(published, login, users
     doc = next(d for d in docs if d.docid == stored["docids"][0])
     page = login(users["archivist"]).get(reverse("review-item", args=[persona.pk, doc.pk]))
     html = page.content.decode()
-    assert "meta:weekend" in html and "+0.80" in html and "body:payroll" in html and "-0.30" in html
-    assert html.index("Towards sensitive") < html.index("meta:weekend") < html.index("body:payroll")
+    for raw in names:
+        assert raw not in html  # no feature ids, only words
+    weekend, payroll = "sent at the weekend", "the word “payroll” in the body"
+    # reply has a positive weight and pushes away: this message is below the mean, no reply
+    assert weekend in html and "+0.80" in html and payroll in html and "-0.30" in html
+    assert "not a reply" in html and "-0.50" in html
+    assert html.index("Towards sensitive") < html.index(weekend) < html.index(payroll)
+    assert html.index(payroll) < html.index("not a reply")
 
 
 class FeatureNames:
     def __init__(self, names):
         self.names = names
+
+
+class LinearModel:
+    def __init__(self, weights):
+        self.coef_ = np.array([weights])
 
 
 def test_the_loop_report_measures_each_search_session(published, login, users):

@@ -1,0 +1,142 @@
+"""The archivist's queue as a reader needs it (sender, date, snippet, thread, why), the
+truth about documents the current classifier has not scored, and the home page of each
+role drawn from the data."""
+
+from datetime import timedelta
+
+import joblib
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotate.models import Collection
+from ranking import classifier
+from ranking.models import SensitivityModel
+from review import selectors, visibility
+from review.models import Publication, ReviewRequest, SearchLog
+
+pytestmark = pytest.mark.lucene
+
+
+def _ask(persona, searcher, docs_queries):
+    """Pending review requests, as searches would have made them: (doc, query) pairs."""
+    t0 = timezone.now() - timedelta(minutes=30)
+    for n, (doc, query) in enumerate(docs_queries):
+        search = SearchLog.objects.create(
+            searcher=searcher,
+            collection=doc.collection,
+            persona=persona,
+            query=query,
+            shown=[],
+            created_at=t0 + timedelta(minutes=n),
+        )
+        ReviewRequest.objects.create(
+            search=search,
+            document=doc,
+            persona=persona,
+            rank=0,
+            p_sensitive=0.5,
+            requested_at=t0 + timedelta(minutes=n),
+        )
+
+
+def _thread_docs(docs):
+    a, b, c, d = docs[:4]
+    for doc, subject, sender, to in (
+        (a, "Salary review", "ann@corp.example", ["bob@corp.example"]),
+        (b, "Re: [Staff] RE: salary review", "bob@corp.example", ["cat@corp.example"]),
+        (c, "Salary review", "eve@else.example", ["fay@else.example"]),  # other people
+        (d, "Lunch", "ann@corp.example", ["bob@corp.example"]),
+    ):
+        doc.subject = subject
+        doc.from_header = f"{sender.split('@')[0].title()} <{sender}>"
+        doc.addresses = {"from": sender, "to": to}
+        doc.body = f"On Monday Ann wrote:\n> quoted words\n\nThe figures for {subject} are in."
+        doc.save()
+    return a, b, c, d
+
+
+def test_the_queue_groups_threads_and_shows_sender_date_snippet_and_why(
+    published, login, users, django_assert_max_num_queries
+):
+    c, persona, docs, kinds = published
+    # the thread's two messages among those the classifier is unsure of (P 0.5)
+    a, b, cc, d = _thread_docs(sorted(docs, key=lambda x: kinds[x.pk] != "uncertain"))
+    _ask(persona, users["searcher"], [(a, "salary"), (d, "lunch"), (b, "pay rise"), (cc, "x")])
+    _ask(persona, users["searcher"], [(a, "salary 2002")])
+    with django_assert_max_num_queries(7):  # a fixed number, whatever the queue holds
+        threads = selectors.review_queue_threads()
+        assert all(i.document.subject for t in threads for i in t.items)
+    assert [[i.document.pk for i in t.items] for t in threads] == [[a.pk, b.pk], [d.pk], [cc.pk]]
+    assert threads[0].subject == "Salary review"
+    first = threads[0].items[0]
+    assert first.queries == ["salary", "salary 2002"] and first.searches == 2
+    assert first.sender == "Ann <ann@corp.example>"
+    assert first.snippet == f"The figures for {a.subject} are in."  # no quote, no intro line
+
+    html = login(users["archivist"]).get(reverse("review-queue")).content.decode()
+    assert "4 documents waiting, in 3 threads." in html
+    assert html.count('class="thread"') == 3 and "2 in the queue" in html
+    section = html[html.index("Salary review") : html.index("Lunch")]
+    for text in ("Ann &lt;ann@corp.example&gt;", "Bob &lt;bob@corp.example&gt;", "quoted") + (
+        "“salary”",
+        "“salary 2002”",
+        "“pay rise”",
+        "2 searches waiting",
+        "P(sensitive) 0.50 from classifier v1, inside the band 0.20–0.80",
+    ):
+        assert (text in section) is (text != "quoted"), text
+    if a.date:
+        assert a.date.strftime("%Y-%m-%d") in section
+
+
+def test_a_document_imported_after_the_training_is_not_called_classifier_less(
+    published, login, users
+):
+    c, persona, docs, kinds = published
+    model = SensitivityModel.objects.get(collection=c, persona=persona)
+    newcomer = docs[0]
+    stored = joblib.load(model.path)
+    keep = [i for i, docid in enumerate(stored["docids"]) if docid != newcomer.docid]
+    stored["docids"] = [stored["docids"][i] for i in keep]
+    stored["scores"] = (
+        stored["scores"][keep]
+        if hasattr(stored["scores"], "shape")
+        else [stored["scores"][i] for i in keep]
+    )
+    joblib.dump(stored, model.path)
+    classifier._stored.cache_clear()
+    visibility.forget()
+    _ask(persona, users["searcher"], [(newcomer, "anything")])
+    archivist = login(users["archivist"])
+    page = archivist.get(reverse("review-item", args=[persona.pk, newcomer.pk])).content.decode()
+    assert "not yet scored by the current classifier (version 1)" in page
+    assert "no classifier" not in page
+    queue = archivist.get(reverse("review-queue")).content.decode()
+    assert "not yet scored by the current classifier (version 1)" in queue
+    # and with no classifier at all, the page says so
+    SensitivityModel.objects.all().delete()
+    page = archivist.get(reverse("review-item", args=[persona.pk, newcomer.pk])).content.decode()
+    assert "no classifier trained yet" in page and "not yet scored" not in page
+
+
+def test_each_role_sees_on_home_what_it_can_do_from_the_data(published, login, users):
+    c, persona, docs, kinds = published
+    closed = Collection.objects.create(name="Closed mail", slug="closed-mail")
+    Publication.objects.create(collection=closed, persona=persona, published=False)
+    html = login(users["searcher"]).get(reverse("home")).content.decode()
+    assert f'href="{reverse("searcher-search", args=[c.slug])}"' in html
+    assert f"Search {c.name}" in html and "Closed mail" not in html
+    assert "No collection is open" not in html and "within a working day" in html
+    assert "waiting for review" not in html  # nothing about the queue for a searcher
+    Publication.objects.filter(collection=c).update(published=False)
+    html = login(users["searcher"]).get(reverse("home")).content.decode()
+    assert "No collection is open for search yet" in html
+
+    archivist = login(users["archivist"])
+    assert "Nothing is waiting for review" in archivist.get(reverse("home")).content.decode()
+    _ask(persona, users["searcher"], [(docs[0], "a"), (docs[1], "b"), (docs[0], "c")])
+    html = archivist.get(reverse("home")).content.decode()
+    assert "2 documents waiting for review" in html and "for 3 searches" in html
+    html = login(users["lead"]).get(reverse("home")).content.decode()
+    assert reverse("review-loop", args=[c.slug]) in html and "Search Test mail" not in html
