@@ -17,6 +17,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.staticfiles.finders import get_finders
+from django.contrib.staticfiles.storage import staticfiles_storage
 from django.core.management import call_command
 
 STAMP_NAME = ".sasc-collected"
@@ -51,8 +52,10 @@ def collect_if_changed(say) -> bool:
     stamp = root / STAMP_NAME
     files = sources()
     current = fingerprint(files)
-    manifest = root / "staticfiles.json"
-    if stamp.is_file() and manifest.is_file() and stamp.read_text().strip() == current:
+    # A manifest storage's pages fail without its manifest: its absence means "collect".
+    manifest_name = getattr(staticfiles_storage, "manifest_name", None)
+    complete = manifest_name is None or (root / manifest_name).is_file()
+    if complete and stamp.is_file() and stamp.read_text().strip() == current:
         say(f"Static files unchanged ({len(files)} files): not collecting them again")
         return False
     say(
