@@ -48,3 +48,25 @@ def test_a_second_setup_finds_everything_in_place_and_redoes_nothing(
 def test_screenshots_names_a_missing_chromium(tmp_path):
     with pytest.raises(CommandError, match="no Chromium at /nonexistent/chromium"):
         call_command("screenshots", "--chromium", "/nonexistent/chromium", "--out", tmp_path)
+
+
+@pytest.mark.lucene
+@pytest.mark.django_db
+def test_an_import_cut_short_is_resumed_on_the_next_start(settings, tmp_path, monkeypatch):
+    from annotate.models import Collection, Document
+
+    settings.VAR_DIR = tmp_path
+    settings.STATIC_ROOT = tmp_path / "static"
+
+    def offline(cache_dir, say=print):
+        raise corpus.CorpusUnavailable("offline in the tests")
+
+    monkeypatch.setattr(corpus, "fetch", offline)
+    # A first start interrupted after a few messages: some stored, the marker not written.
+    collection = Collection.objects.create(slug=demo.SLUG, name="SpamAssassin ham")
+    Document.objects.create(collection=collection, docid="cut-short", content_hash="x")
+    command = demo.Command(stdout=io.StringIO(), stderr=io.StringIO())
+    command.setup()
+    assert "Loading the small sample" in command.stderr.getvalue()
+    assert collection.documents.count() == 40  # the 39 messages and the one stored before
+    assert (tmp_path / ".demo-corpus-loaded").read_text().strip() == str(collection.pk)

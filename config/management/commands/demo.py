@@ -55,7 +55,12 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=env_int("SASC_PORT", 8000, minimum=1))
 
     def handle(self, *args, **opts):
-        self.setup()
+        try:
+            self.setup()
+        except KeyboardInterrupt:
+            # Every step is redone or resumed on the next start (imports skip what they hold).
+            self.stderr.write("\nInterrupted during setup; the next start picks up from here.")
+            raise SystemExit(130) from None
         if not opts["setup_only"]:
             self.serve(opts["port"])
 
@@ -83,10 +88,17 @@ class Command(BaseCommand):
             statics.collect_if_changed(self.say)
         services.roles_ensure()
         collection = Collection.objects.filter(slug=SLUG).first()
-        if collection is None or not collection.documents.exists():
+        loaded = Path(settings.VAR_DIR) / ".demo-corpus-loaded"
+        # The marker is written after the last folder: an import cut short runs again (it
+        # skips the messages already stored).
+        complete = loaded.is_file() and loaded.read_text().strip() == str(
+            getattr(collection, "pk", "")
+        )
+        if collection is None or not collection.documents.exists() or not complete:
             with self.step("corpus"):
                 self.load_corpus()
             collection = Collection.objects.get(slug=SLUG)
+            loaded.write_text(f"{collection.pk}\n")
         else:
             self.say(f"Demo collection present: {collection.documents.count()} messages")
         if not Persona.objects.exists():
