@@ -1,6 +1,7 @@
 """Set up the demo (corpus, personas, topics, index, users) and run web and worker."""
 
 import contextlib
+import logging
 import os
 import socket
 import sys
@@ -80,6 +81,9 @@ class Command(BaseCommand):
 
     def setup(self):
         """Prepare what is missing, and only that: a second run finds everything in place."""
+        # kombu warns on every connection to the quickstart's folder broker, whose URL has
+        # no host by design.
+        logging.getLogger("kombu.connection").setLevel(logging.ERROR)
         self.timings = []
         started = time.perf_counter()
         with self.step("migrate"):
@@ -145,9 +149,43 @@ class Command(BaseCommand):
                 )
         return users
 
+    @contextlib.contextmanager
+    def native_output_to(self, path: Path):
+        """Send what native code (the JVM and Lucene's logging) writes to file descriptors
+        1 and 2 into ``path``; this command's own lines and progress bars still reach the
+        console."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = (os.dup(1), os.dup(2))
+        console_out = open(saved[0], "w", buffering=1, closefd=False)  # noqa: SIM115
+        console_err = open(saved[1], "w", buffering=1, closefd=False)  # noqa: SIM115
+        old = (sys.stdout, sys.stderr, self.stdout._out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            sys.stdout, sys.stderr = console_out, console_err
+            if self.stdout._out is old[0]:
+                self.stdout._out = console_out
+            try:
+                yield
+            finally:
+                console_out.flush()
+                console_err.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                sys.stdout, sys.stderr, self.stdout._out = old
+                os.close(saved[0])
+                os.close(saved[1])
+
     def build_index(self, collection):
+        log = Path(settings.VAR_DIR) / "log" / "index.log"
+        with self.native_output_to(log):
+            self._build_index(collection, log)
+
+    def _build_index(self, collection, log):
         count = collection.documents.count()
-        self.say("Starting Java and Lucene (pyserini; once per process) ...")
+        self.say(f"Starting Java and Lucene (pyserini; once per process; its messages: {log}) ...")
         started = time.perf_counter()
         from ranking import lucene
 
