@@ -73,6 +73,7 @@ def demo_rows(cache: Path | None) -> None:
             print(
                 f"demo {label:<31} serving after {serving:6.1f} s (setup "
                 f"{ready.group(1) if ready else '?'} s); stopped in {stopping:4.1f} s"
+                + (" (a process killed after the grace)" if "killing it" in out else "")
             )
             for line in out.splitlines():
                 if line.startswith("  (") and line.endswith(" s)"):

@@ -122,6 +122,7 @@ class Command(BaseCommand):
         with self.step("users"):
             users = self.ensure_users()
         if not AnnotationProject.objects.filter(collection=collection).exists():
+            self.say("Creating the demo projects (BM25 pools over the ten topics) ...")
             with self.step("projects"):
                 self.create_project(collection, [users["annotator1"], users["annotator2"]])
         self.publish(collection)
@@ -140,6 +141,9 @@ class Command(BaseCommand):
         User = get_user_model()
         existing = {u.username: u for u in User.objects.filter(username__in=dict(USERS))}
         users = {}
+        missing = [u for u, role in USERS if u not in existing]
+        if missing:
+            self.say(f"Creating the demo users ({', '.join(missing)}) ...")
         for username, role in USERS:
             if username in existing and existing[username].groups.filter(name=role).exists():
                 users[username] = existing[username]
