@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test acceptance install lint unit bench clean
+.PHONY: demo test acceptance install lint unit bench screenshots clean
 
 demo: install
 	$(BIN)/python manage.py demo
@@ -20,12 +20,19 @@ acceptance: install
 install: $(STAMP)
 
 # torch first, pinned to the CPU build: pyserini's unpinned torch would pull several GB of CUDA.
+# Each step says what it does and pip shows what it downloads: the whole install takes a few
+# minutes and should never sit silent.
 $(STAMP): pyproject.toml
+	@echo "==> [1/4] Creating the virtual environment in $(VENV)/"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> [2/4] Upgrading pip"
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev]"
+	@echo "==> [3/4] Installing torch (CPU build; the largest download)"
+	$(BIN)/pip install --progress-bar on torch==2.13.0
+	@echo "==> [4/4] Installing sasc and its dependencies (pyproject.toml)"
+	$(BIN)/pip install --progress-bar on -e ".[dev]"
 	touch $(STAMP)
+	@echo "==> Installed: $(VENV)/ is ready"
 
 lint: install
 	$(BIN)/ruff check .
@@ -37,6 +44,10 @@ unit: install
 bench: install
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/index_build.py
+
+# docs/screenshots/: every role's pages at 1280x720 and 390x844, from a throwaway demo.
+screenshots: install
+	$(BIN)/python manage.py screenshots
 
 clean:
 	rm -rf $(VENV) var

