@@ -337,6 +337,8 @@ def _row_index(matrix: features.FeatureMatrix) -> dict[str, int]:
     object even at the same path)."""
     cached = _row_indexes.get(id(matrix))
     if cached is None or cached[0] is not matrix:
+        if len(_row_indexes) >= 16:  # older index versions: let their matrices go
+            _row_indexes.clear()
         cached = (matrix, {d: i for i, d in enumerate(matrix.docids)})
         _row_indexes[id(matrix)] = cached
     return cached[1]
