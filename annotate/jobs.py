@@ -6,14 +6,32 @@ job.pk)``) instead of importing it: entry points sit above the services they cal
 import would point up. Every app imports its ``tasks`` module when Django starts
 (``AppConfig.ready``), so the names are registered in the web process, the worker and the
 commands alike.
+
+A running job proves it is alive: ``job_running`` keeps a heartbeat on its row (a short
+write every ``HEARTBEAT_SECONDS`` from a thread of its own), and a running job whose
+heartbeat is older than ``STALE_SECONDS`` lost its worker (killed, out of memory, the
+machine restarted). ``jobs_fail_stale`` marks such jobs failed, saying so; it runs when a
+worker starts and whenever a job is shown, so no page says "Running" for a job nobody runs.
+Every write here is one short statement or transaction: on SQLite a web request waits for
+the worker's write lock, never for its work.
 """
 
+import logging
+import threading
 import time
+from contextlib import contextmanager
+from datetime import timedelta
 
-from django.db import transaction
+from django.db import OperationalError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotate.models import Job
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 10
+STALE_SECONDS = 120  # twelve missed heartbeats: the worker is gone, not merely busy
 
 
 def job_queue(*, kind: str, task: str, collection, user, message: str, params=None) -> Job:
@@ -48,7 +66,13 @@ def _registered(task: str):
 
 
 class JobProgress:
-    """Write progress at most once a second, in its own short transaction."""
+    """Write progress at most once a second, in its own short statement.
+
+    The caller must not be reading from a cursor of the same connection when it calls: on
+    SQLite a write under an open read cannot take the write lock once another connection
+    has committed ("database is locked" at once, whatever the busy timeout). Long jobs read
+    in chunks (``annotate.selectors.collection_index_documents``) and report between them.
+    """
 
     def __init__(self, job: Job, total: int = 0):
         self.job = job
@@ -62,9 +86,24 @@ class JobProgress:
         self.last = now
         self.job.progress_done = done
         self.job.progress_total = total if total is not None else self.total
-        Job.objects.filter(pk=self.job.pk).update(
-            progress_done=self.job.progress_done, progress_total=self.job.progress_total
+        _write(
+            self.job.pk,
+            progress_done=self.job.progress_done,
+            progress_total=self.job.progress_total,
+            heartbeat_at=timezone.now(),
         )
+
+
+def _write(pk: int, *, attempts: int = 1, **fields) -> None:
+    """Update a job's row in one statement; retry ``attempts`` times when locked."""
+    for attempt in range(attempts):
+        try:
+            Job.objects.filter(pk=pk).update(**fields)
+            return
+        except OperationalError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(min(5.0, 0.5 * 2**attempt))
 
 
 def job_start(*, job_id: int) -> Job | None:
@@ -74,17 +113,101 @@ def job_start(*, job_id: int) -> Job | None:
         if job.is_finished:
             return None
         job.status = Job.Status.RUNNING
-        job.started_at = timezone.now()
-        job.save(update_fields=["status", "started_at"])
+        job.started_at = job.heartbeat_at = timezone.now()
+        job.message = "Started"
+        job.save(update_fields=["status", "started_at", "heartbeat_at", "message"])
     return job
 
 
+@contextmanager
+def job_running(job: Job):
+    """Keep the job's heartbeat while the block runs, and make sure it ends recorded: an
+    exception that escapes the block finishes the job as failed with its reason (unless
+    the block recorded an outcome already), then propagates."""
+    stop = threading.Event()
+
+    def beat():
+        try:
+            while not stop.wait(HEARTBEAT_SECONDS):
+                try:
+                    _write(job.pk, heartbeat_at=timezone.now())
+                except OperationalError as exc:  # busy for a moment: the next beat will do
+                    logger.warning("job %s: heartbeat not written: %s", job.pk, exc)
+        finally:
+            connection.close()  # this thread's own connection
+
+    thread = threading.Thread(target=beat, name=f"job-{job.pk}-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield job
+    except BaseException as exc:
+        if not job.is_finished:
+            job_finish(job=job, ok=False, message=f"Failed: {type(exc).__name__}: {exc}")
+        raise
+    finally:
+        stop.set()
+        thread.join()
+
+
 def job_finish(*, job: Job, ok: bool, message: str, report: dict | None = None) -> None:
-    """Record how a job ended, with its message and report (progress shown complete)."""
+    """Record how a job ended, with its message and report (progress shown complete).
+
+    Retried for a while when the database is busy: a job whose outcome is lost would show
+    "Running" until the stale sweep finds it."""
     job.status = Job.Status.SUCCEEDED if ok else Job.Status.FAILED
     job.message = message
     job.report = report or {}
     job.finished_at = timezone.now()
     if job.progress_total:
         job.progress_done = job.progress_total
-    job.save(update_fields=["status", "message", "report", "finished_at", "progress_done"])
+    _write(
+        job.pk,
+        attempts=6,
+        status=job.status,
+        message=job.message,
+        report=job.report,
+        finished_at=job.finished_at,
+        progress_done=job.progress_done,
+    )
+
+
+def jobs_fail_stale(*, now=None) -> int:
+    """Mark failed every running job whose heartbeat stopped ``STALE_SECONDS`` ago (its
+    worker died with it), saying so; return how many. Such a job is not retried by itself:
+    the lead starts it again (an import, an index build and a training are idempotent)."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=STALE_SECONDS)
+    stale = Job.objects.filter(status=Job.Status.RUNNING).filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    )
+    changed = 0
+    for pk, beat, started in stale.values_list("pk", "heartbeat_at", "started_at"):
+        beat = beat or started
+        changed += Job.objects.filter(
+            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True),
+            pk=pk,
+            status=Job.Status.RUNNING,
+        ).update(
+            status=Job.Status.FAILED,
+            finished_at=now,
+            message=(
+                f"Failed: the worker running this job stopped answering "
+                f"(last heartbeat {beat:%Y-%m-%d %H:%M:%S} UTC); start it again"
+            ),
+        )
+    return changed
+
+
+def jobs_failed_unresolved(*, collection, limit: int = 5) -> list[Job]:
+    """The collection's failed jobs that no later job of the same kind succeeded after,
+    newest first: what the lead's dashboard warns about. Jobs whose worker died are marked
+    failed first (``jobs_fail_stale``), so they are counted."""
+    jobs_fail_stale()
+    failed = []
+    later_ok: dict[str, object] = {}
+    for job in Job.objects.filter(collection=collection).order_by("-created_at")[:200]:
+        if job.status == Job.Status.SUCCEEDED:
+            later_ok.setdefault(job.kind, job.created_at)
+        elif job.status == Job.Status.FAILED and job.kind not in later_ok:
+            failed.append(job)
+    return failed[:limit]

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotate import judgments, projects, roles, selectors
+from annotate import jobs, judgments, projects, roles, selectors
 from annotate.forms import ProjectForm, TasksForm
 from annotate.models import Answer, Judgment
 from config.params import id_param, id_params
@@ -326,6 +326,7 @@ def dashboard(request, slug):
             "progress": selectors.judging_progress(
                 user=request.user, project=project, task_id=None
             ),
+            "failed_jobs": jobs.jobs_failed_unresolved(collection=project.collection),
         },
     )
 

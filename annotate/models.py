@@ -223,6 +223,8 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Written every few seconds while a worker runs the job (annotate.jobs.job_running).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -233,6 +235,10 @@ class Job(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+    @property
+    def is_failed(self) -> bool:
+        return self.status == self.Status.FAILED
 
     @property
     def percent(self) -> int:

@@ -32,24 +32,33 @@ def document_text(subject: str, body: str, attachment_texts: list[str]) -> str:
 
 
 def collection_index_documents(*, collection: Collection, chunk: int = 1000) -> Iterator[tuple]:
-    """Yield ``(docid, text)`` for every document of a collection, in a stable order."""
+    """Yield ``(docid, text)`` for every document of a collection, in a stable order.
+
+    Read in chunks by id, each chunk one complete query: no cursor stays open while the
+    caller works on what was yielded (a long job writes its progress between chunks, and on
+    SQLite a write under an open read fails with "database is locked")."""
     attachment_texts: dict[int, list[str]] = {}
-    for doc_id, text in (
+    attachments = (
         Attachment.objects.filter(document__collection=collection, is_text=True)
         .exclude(text="")
         .order_by("document_id", "position")
         .values_list("document_id", "text")
-        .iterator(chunk_size=chunk)
-    ):
+    )
+    for doc_id, text in attachments:
         attachment_texts.setdefault(doc_id, []).append(text)
-    rows = (
+    documents = (
         Document.objects.filter(collection=collection)
         .order_by("id")
         .values_list("id", "docid", "subject", "body")
-        .iterator(chunk_size=chunk)
     )
-    for pk, docid, subject, body in rows:
-        yield docid, document_text(subject, body, attachment_texts.get(pk, []))
+    last = 0
+    while True:
+        rows = list(documents.filter(id__gt=last)[:chunk])
+        for pk, docid, subject, body in rows:
+            yield docid, document_text(subject, body, attachment_texts.get(pk, []))
+        if len(rows) < chunk:
+            return
+        last = rows[-1][0]
 
 
 def collections_for_user(user) -> QuerySet[Collection]:

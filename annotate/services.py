@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group, Permission, User
 from django.utils import timezone
 
 from annotate import importers, roles
-from annotate.jobs import JobProgress, job_finish, job_queue, job_start
+from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import (
     Collection,
     Job,
@@ -182,7 +182,8 @@ def job_import_run(*, job_id: int) -> None:
     if job is None:
         return
     path = Path(job.params["path"])
-    report = _import_execute(job, JobProgress(job, total=count_files(path)))
+    with job_running(job):
+        report = _import_execute(job, JobProgress(job, total=count_files(path)))
     # Uploaded files are kept only until they have been imported.
     if path.is_relative_to(Path(settings.SASC_UPLOAD_DIR)):
         if path.is_dir():
@@ -211,10 +212,12 @@ def import_recorded(
     progress=None,
 ) -> tuple[Job, importers.ImportReport]:
     """Run an import now (command line, demo) and keep its report as a job, like uploads."""
+    now = timezone.now()
     job = Job.objects.create(
         kind=Job.Kind.IMPORT,
         status=Job.Status.RUNNING,
-        started_at=timezone.now(),
+        started_at=now,
+        heartbeat_at=now,
         collection=collection,
         params={
             "format": fmt,
@@ -224,4 +227,5 @@ def import_recorded(
             "source": "command line",
         },
     )
-    return job, _import_execute(job, progress)
+    with job_running(job):
+        return job, _import_execute(job, progress)

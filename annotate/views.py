@@ -8,7 +8,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotate import roles, selectors, services
+from annotate import jobs, roles, selectors, services
 from annotate.forms import ImportForm, SearchForm
 from annotate.models import Collection, Job
 from ranking import lucene
@@ -45,6 +45,7 @@ def collection_detail(request, slug):
         "id", "docid", "subject", "from_header", "date", "collection_id"
     )
     page = Paginator(docs.order_by("id"), 50).get_page(request.GET.get("page"))
+    jobs.jobs_fail_stale()
     return render(
         request,
         "annotate/collection_detail.html",
@@ -148,6 +149,7 @@ def import_page(request):
 @roles.role_required(roles.LEAD)
 def job_detail(request, pk):
     """Show a job's status, progress and report (polled by htmx while it runs)."""
+    jobs.jobs_fail_stale()  # a job whose worker died says so instead of "Running"
     job = get_object_or_404(Job.objects.select_related("collection"), pk=pk)
     template = "annotate/_job.html" if request.htmx else "annotate/job_detail.html"
     return render(request, template, {"job": job})

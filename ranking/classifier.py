@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotate.jobs import JobProgress, job_finish, job_queue, job_start
+from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.labels import persona_sensitivity_labels
 from annotate.models import (
     Collection,
@@ -380,33 +380,34 @@ def job_sensitivity_run(*, job_id: int) -> None:
     job = job_start(job_id=job_id)
     if job is None:
         return
-    p = job.params
-    try:
-        model = sensitivity_model_train(
-            collection=job.collection,
-            persona=Persona.objects.get(pk=p["persona"]),
-            source=p["source"],
-            categories=p.get("categories") or (),
-            objective=p.get("objective", "f1"),
-            progress=JobProgress(job),
+    with job_running(job):
+        p = job.params
+        try:
+            model = sensitivity_model_train(
+                collection=job.collection,
+                persona=Persona.objects.get(pk=p["persona"]),
+                source=p["source"],
+                categories=p.get("categories") or (),
+                objective=p.get("objective", "f1"),
+                progress=JobProgress(job),
+            )
+        except ClassifierError as exc:
+            job_finish(job=job, ok=False, message=str(exc))
+            return
+        except Exception as exc:
+            logger.exception("sensitivity job %s failed", job.pk)
+            job_finish(job=job, ok=False, message=f"Training failed: {type(exc).__name__}: {exc}")
+            raise
+        r = model.report
+        job_finish(
+            job=job,
+            ok=True,
+            message=(
+                f"Version {model.version}: cross-validated F1 {r['f1']:.3f}, F2 {r['f2']:.3f} on "
+                f"{r['n']} documents ({r['positives']} sensitive)"
+            ),
+            report={"model": model.pk, **r},
         )
-    except ClassifierError as exc:
-        job_finish(job=job, ok=False, message=str(exc))
-        return
-    except Exception as exc:
-        logger.exception("sensitivity job %s failed", job.pk)
-        job_finish(job=job, ok=False, message=f"Training failed: {type(exc).__name__}: {exc}")
-        raise
-    r = model.report
-    job_finish(
-        job=job,
-        ok=True,
-        message=(
-            f"Version {model.version}: cross-validated F1 {r['f1']:.3f}, F2 {r['f2']:.3f} on "
-            f"{r['n']} documents ({r['positives']} sensitive)"
-        ),
-        report={"model": model.pk, **r},
-    )
 
 
 def out_of_fold_scores(

@@ -23,6 +23,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from django.conf import settings
@@ -35,6 +36,7 @@ from annotate.models import (
     Adjudication,
     AnnotationProject,
     Answer,
+    Collection,
     Document,
     Judgment,
     Persona,
@@ -281,13 +283,39 @@ def batch_size(plan: LearningPlan, candidates: int) -> int:
     return max(1, math.ceil(plan.batch_percent / 100 * candidates))
 
 
-def _rows(plan: LearningPlan):
-    """The collection's TF-IDF matrix, docid -> row, and the candidate rows."""
-    from ranking.services import collection_features, index_paths
+class Rows(NamedTuple):
+    """One index version's TF-IDF matrix, docid -> row, the plan's candidate rows, and that
+    version: scores computed on these rows are only ever read against the same version."""
+
+    matrix: features.FeatureMatrix
+    row_of: dict[str, int]
+    candidates: np.ndarray
+    index_version: int
+
+
+class IndexChanged(RuntimeError):
+    """The collection's index was replaced while a step read it; the step runs again."""
+
+
+def _rows(plan: LearningPlan) -> Rows:
+    """The collection's current index version, read as one: its matrix, docid -> row, and
+    the candidate rows. The version is read from the database, not from the plan's cached
+    collection, so a step never pairs an older matrix with a newer version's scores."""
+    from ranking.services import IndexNotReady, index_paths
 
     collection = plan.project.collection
-    matrix = collection_features(collection=collection)
-    row_of = _row_index(index_paths(collection=collection).features, matrix)
+    for _attempt in range(3):
+        version = Collection.objects.values_list("indexed_version", flat=True).get(pk=collection.pk)
+        if version is None:
+            raise IndexNotReady(collection)
+        try:
+            matrix = features.load(index_paths(collection=collection, version=version).features)
+        except FileNotFoundError:  # a newer version replaced it between the two reads
+            continue
+        break
+    else:
+        raise IndexChanged(f"the index of {collection.slug!r} kept changing; try again")
+    row_of = _row_index(matrix)
     if plan.candidates == LearningPlan.Candidates.COLLECTION:
         candidates = np.arange(len(matrix.docids), dtype=np.int64)
     else:
@@ -298,17 +326,33 @@ def _rows(plan: LearningPlan):
             ),
             dtype=np.int64,
         )
-    return matrix, row_of, candidates
+    return Rows(matrix, row_of, candidates, version)
 
 
-_row_indexes: dict[str, dict[str, int]] = {}
+_row_indexes: dict[int, tuple[features.FeatureMatrix, dict[str, int]]] = {}
 
 
-def _row_index(path: Path, matrix: features.FeatureMatrix) -> dict[str, int]:
-    key = str(path)
-    if key not in _row_indexes:
-        _row_indexes[key] = {d: i for i, d in enumerate(matrix.docids)}
-    return _row_indexes[key]
+def _row_index(matrix: features.FeatureMatrix) -> dict[str, int]:
+    """docid -> row of this very matrix (cached per matrix object: a rebuilt index is a new
+    object even at the same path)."""
+    cached = _row_indexes.get(id(matrix))
+    if cached is None or cached[0] is not matrix:
+        if len(_row_indexes) >= 16:  # older index versions: let their matrices go
+            _row_indexes.clear()
+        cached = (matrix, {d: i for i, d in enumerate(matrix.docids)})
+        _row_indexes[id(matrix)] = cached
+    return cached[1]
+
+
+def _scores_usable(model: LearningModel | None, rows: Rows) -> bool:
+    """Whether ``model``'s stored scores are in ``rows``' index version (and its length)."""
+    if model is None or model.index_version != rows.index_version:
+        return False
+    try:
+        p = np.load(model.scores_path, mmap_mode="r")
+    except (OSError, ValueError):
+        return False
+    return len(p) == len(rows.matrix.docids)
 
 
 def _documents_of_rows(plan: LearningPlan, matrix, rows) -> list[Document]:
@@ -353,7 +397,12 @@ def learning_judged(*, project_id: int, topic_id: int) -> None:
 
 
 def learning_step(*, plan_id: int) -> dict:
-    """Bring a plan up to date (see the module docstring); return what was done."""
+    """Bring a plan up to date (see the module docstring); return what was done.
+
+    Everything slow (Lucene and its JVM, reading the matrix, training) runs before the
+    plan's lock is taken; under the lock only the plan's rows are read and its tasks
+    written. On SQLite that lock is the database's write lock, which web requests wait for.
+    """
     plan = LearningPlan.objects.select_related("project__collection", "topic").get(pk=plan_id)
     started = time.perf_counter()
     if plan.status not in (LearningPlan.Status.SEEDING, LearningPlan.Status.LEARNING):
@@ -367,40 +416,88 @@ def learning_step(*, plan_id: int) -> dict:
     latest = plan.models.order_by("-version").first()
     report: dict = {"status": plan.status}
     trained = None
-    matrix, row_of, candidates = _rows(plan)
-    size = batch_size(plan, len(candidates))
+    rows = _rows(plan)
+    size = batch_size(plan, len(rows.candidates))
+    usable = _scores_usable(latest, rows)
     due = state.judged_since(latest) >= (plan.retrain_every or size) or (
         not state.queued and state.judged_since(latest) > 0
     )
-    if latest is None or due:
-        trained = _train(plan, state, matrix, row_of, candidates)
+    if latest is None or due or not usable:  # a new index version needs its own scores
+        trained = _train(plan, state, rows)
     with transaction.atomic():
-        plan = LearningPlan.objects.select_for_update().get(pk=plan_id)
+        plan = LearningPlan.objects.select_for_update().select_related("round").get(pk=plan_id)
         if plan.status != LearningPlan.Status.LEARNING:
             return {"status": plan.status}
-        model, created = _record(plan, trained) if trained else (latest, False)
+        if trained:
+            model, created = _record(plan, trained)
+        else:
+            model, created = (latest if usable else None), False
         state = plan_state(plan)  # judgments may have arrived while training
         report["model"] = model.version if model else None
-        report["added"], report["picked_by"] = _top_up(
-            plan, state, model, matrix, row_of, candidates, size
-        )
-        if len(state.labels) >= plan.budget:
-            plan.status = LearningPlan.Status.FINISHED
-            plan.status_message = f"Budget spent: {len(state.labels)} documents judged"
+        report["added"], report["picked_by"] = _top_up(plan, state, model, rows, size)
+        ended = _ended(plan, state, report["added"], rows)
+        if ended:
+            plan.status, plan.status_message = LearningPlan.Status.FINISHED, ended
             plan.save(update_fields=["status", "status_message"])
     report["seconds_to_queue"] = time.perf_counter() - started
     if created:
         report["machine_labels"] = machine_labels_write(
-            plan=plan, model=model, rows=(matrix, row_of, candidates), state=state
+            plan=plan, model=model, rows=rows, state=state
         )
     report["seconds"] = time.perf_counter() - started
     return report
+
+
+def _ended(plan: LearningPlan, state: PlanState, added: int, rows: Rows) -> str:
+    """Why the plan is over (caller holds its lock, after topping up), or "" if it is not:
+    the budget is spent, its round was closed, or nothing is queued and nothing more could
+    be (every candidate judged, or no persona to judge for). A plan that can add no task
+    ends saying so rather than showing "Learning" with nothing to judge."""
+    if len(state.labels) >= plan.budget:
+        return f"Budget spent: {len(state.labels)} documents judged (budget {plan.budget})"
+    if not plan.round.is_open:
+        return (
+            f"Stopped: round {plan.round.number} was closed, so no task can be added "
+            f"({len(state.labels)} of the budget of {plan.budget} documents judged)"
+        )
+    if state.queued or added:
+        return ""
+    if not plan.project.personas.exists():
+        return (
+            f"Stopped: the project has no persona to add tasks for "
+            f"({len(state.labels)} of the budget of {plan.budget} documents judged)"
+        )
+    return (
+        f"Finished: every one of the {len(rows.candidates)} candidates was judged or could "
+        f"not be queued ({len(state.labels)} documents judged; budget {plan.budget} not reached)"
+    )
+
+
+def learning_step_failed(*, plan_id: int, error: BaseException) -> None:
+    """Show on the plan that its last step failed, and why (the plan stays as it was: the
+    next judgment, or the worker's next start, runs the step again)."""
+    message = (
+        f"The last update failed ({type(error).__name__}: {error}); "
+        "it runs again with the next judgment"
+    )
+    LearningPlan.objects.filter(
+        pk=plan_id, status__in=[LearningPlan.Status.SEEDING, LearningPlan.Status.LEARNING]
+    ).update(status_message=message[:1000])
 
 
 def _seed_step(plan: LearningPlan, state: PlanState) -> dict:
     relevant = state.relevant
     nonrelevant = len(state.labels) - relevant
     enough = relevant >= plan.rds_min_relevant and nonrelevant >= plan.rds_min_nonrelevant
+    ranking = None
+    if (
+        not enough
+        and plan.seed_mode == LearningPlan.SeedMode.RDS
+        and plan.rds_walked < plan.rds_max
+        and len(state.walking) < RDS_AHEAD
+    ):
+        # Lucene (and, the first time, its JVM) before the lock, never under it.
+        ranking = _system_ranking(plan, depth=plan.rds_max)
     with transaction.atomic():
         plan = LearningPlan.objects.select_for_update().get(pk=plan.pk)
         if plan.status != LearningPlan.Status.SEEDING:
@@ -420,13 +517,16 @@ def _seed_step(plan: LearningPlan, state: PlanState) -> dict:
             )
             plan.save(update_fields=["status_message"])
             return {"status": plan.status, "seeds": len(state.labels)}
-        return _rds_walk(plan, state, relevant, nonrelevant)
+        return _rds_walk(plan, state, relevant, nonrelevant, ranking)
 
 
-def _rds_walk(plan: LearningPlan, state: PlanState, relevant: int, nonrelevant: int) -> dict:
-    """Keep ``RDS_AHEAD`` documents of the RDS system's ranking queued, so the annotator does
-    not wait for a step between them (caller holds the plan lock). Gives up, flagging the
-    topic, once ``rds_max`` documents were walked and judged without enough of each kind."""
+def _rds_walk(
+    plan: LearningPlan, state: PlanState, relevant: int, nonrelevant: int, ranking
+) -> dict:
+    """Keep ``RDS_AHEAD`` documents of the RDS system's ranking (``ranking``, searched
+    before the lock) queued, so the annotator does not wait for a step between them (caller
+    holds the plan lock). Gives up, flagging the topic, once ``rds_max`` documents were
+    walked and judged without enough of each kind."""
     if plan.rds_walked >= plan.rds_max:
         if state.walking:
             return {"status": plan.status, "waiting": len(state.walking)}
@@ -441,7 +541,9 @@ def _rds_walk(plan: LearningPlan, state: PlanState, relevant: int, nonrelevant: 
     want = RDS_AHEAD - len(state.walking)
     if want <= 0:
         return {"status": plan.status, "waiting": len(state.walking)}
-    ranking = _system_ranking(plan, depth=plan.rds_max)
+    if ranking is None:  # the plan changed between the search and the lock: step again
+        learning_nudge(plan_id=plan.pk)
+        return {"status": plan.status}
     taken = set(state.labels) | state.queued
     take = []
     walked = plan.rds_walked
@@ -487,21 +589,29 @@ def _system_ranking(plan: LearningPlan, *, depth: int) -> list[Document]:
     return [docs[h.docid] for h in hits if h.docid in docs]
 
 
-def _train(plan: LearningPlan, state: PlanState, matrix, row_of, candidates) -> dict | None:
-    """Train a new version's model and scores, outside any transaction (the slow part)."""
+def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
+    """Train a new version's model and scores on ``rows``' index version, outside any
+    transaction (the slow part)."""
+    matrix, row_of, candidates = rows.matrix, rows.row_of, rows.candidates
     started = time.perf_counter()
     doc_rows = _doc_rows(plan, row_of, state.labels)
     judged = sorted(doc_rows)
-    rows = [doc_rows[d] for d in judged]
+    rows_judged = [doc_rows[d] for d in judged]
     labels = active.collapse([state.labels[d] for d in judged])
     version = (plan.models.order_by("-version").values_list("version", flat=True).first() or 0) + 1
-    logger.info("plan %s: training version %s on %s judged documents", plan.pk, version, len(rows))
+    logger.info(
+        "plan %s: training version %s on %s judged documents (index version %s)",
+        plan.pk,
+        version,
+        len(rows_judged),
+        rows.index_version,
+    )
     seed = plan.random_seed + version
     try:
         # Two classifiers: the one that picks (judged documents alone, as in Rahman et al.)
         # and the one that labels the rest (plus presumed non-relevant documents).
-        model = active.train(matrix.matrix, rows, labels, seed=seed)
-        labeller = active.train_labeller(matrix.matrix, rows, labels, candidates, seed=seed)
+        model = active.train(matrix.matrix, rows_judged, labels, seed=seed)
+        labeller = active.train_labeller(matrix.matrix, rows_judged, labels, candidates, seed=seed)
     except active.NotTrainable as exc:
         logger.info("plan %s: %s", plan.pk, exc)
         return None
@@ -515,22 +625,27 @@ def _train(plan: LearningPlan, state: PlanState, matrix, row_of, candidates) -> 
         time.sleep(settings.SASC_FAULT_LEARNING_DELAY_MS / 1000)
     # Named by what it was trained on, as the version record is unique on it: two workers
     # racing on other judgments cannot write into each other's files.
-    path = _scores_dir(plan) / f"j{state.judgment_mark}-s{state.seed_mark}.npy"
+    path = (
+        _scores_dir(plan) / f"j{state.judgment_mark}-s{state.seed_mark}-i{rows.index_version}.npy"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     for array, target in (*((a, _beside(path, kind)) for kind, a in arrays.items()), (p, path)):
         tmp = target.with_suffix(".tmp.npy")
         np.save(tmp, array.astype(np.float32))
         tmp.replace(target)
     candidate_set = set(candidates.tolist())
-    in_pool = {int(r): int(lbl) for r, lbl in zip(rows, labels, strict=True) if r in candidate_set}
+    in_pool = {
+        int(r): int(lbl) for r, lbl in zip(rows_judged, labels, strict=True) if r in candidate_set
+    }
     return {
         "version": version,
         "judgment_mark": state.judgment_mark,
         "seed_mark": state.seed_mark,
-        "judged": len(rows),
+        "judged": len(rows_judged),
         "positives": model.positives,
-        "negatives": len(rows) - int(labels.sum()),
+        "negatives": len(rows_judged) - int(labels.sum()),
         "scores_path": str(path),
+        "index_version": rows.index_version,
         "prevalence": active.estimated_prevalence(arrays["labels"], candidates, in_pool),
         "seconds": time.perf_counter() - started,
         "params": {
@@ -539,7 +654,7 @@ def _train(plan: LearningPlan, state: PlanState, matrix, row_of, candidates) -> 
             "presumed_nonrelevant": labeller.negatives - model.negatives,
             "random_seed": seed,
             "strategy": plan.strategy,
-            "features": f"TF-IDF of collection version {plan.project.collection.indexed_version}",
+            "features": f"TF-IDF of collection version {rows.index_version}",
             "terms": len(matrix.vocabulary),
             "candidates": int(len(candidates)),
         },
@@ -561,7 +676,9 @@ def _record(plan: LearningPlan, trained: dict) -> tuple[LearningModel, bool]:
     """Store a trained version unless one with the same marks exists (caller holds the lock);
     return it and whether it is new."""
     same = plan.models.filter(
-        judgment_mark=trained["judgment_mark"], seed_mark=trained["seed_mark"]
+        judgment_mark=trained["judgment_mark"],
+        seed_mark=trained["seed_mark"],
+        index_version=trained["index_version"],
     ).first()
     if same is not None:
         return same, False
@@ -571,9 +688,12 @@ def _record(plan: LearningPlan, trained: dict) -> tuple[LearningModel, bool]:
     return LearningModel.objects.create(plan=plan, trained_at=timezone.now(), **trained), True
 
 
-def _top_up(plan, state, model, matrix, row_of, candidates, size) -> tuple[int, str]:
+def _top_up(plan, state, model, rows: Rows, size) -> tuple[int, str]:
     """Queue documents until one batch beyond the one being judged waits, within budget
-    (caller holds the plan lock); return how many, and the strategy that picked them."""
+    (caller holds the plan lock); return how many, and the strategy that picked them.
+    ``model``'s scores are used only if they are in ``rows``' index version; otherwise the
+    picks are random until a model of that version is trained."""
+    matrix, row_of, candidates = rows.matrix, rows.row_of, rows.candidates
     target = size * (1 + LOOKAHEAD_BATCHES)
     room = plan.budget - len(state.labels) - len(state.queued)
     want = min(target - len(state.queued), room)
@@ -581,6 +701,8 @@ def _top_up(plan, state, model, matrix, row_of, candidates, size) -> tuple[int, 
         return 0, ""
     taken_docs = set(state.labels) | state.queued
     taken = list(_doc_rows(plan, row_of, taken_docs).values())
+    if not _scores_usable(model, rows):
+        model = None
     p = np.load(model.scores_path) if model is not None else None
     seed = plan.random_seed + (model.version if model else 0) + len(state.labels)
     sensitivity = _beside(model.scores_path, "sensitivity") if model is not None else None
@@ -639,10 +761,24 @@ def _enqueue(plan: LearningPlan, documents: list[Document], source: str) -> int:
 def queue_top_up(*, project: AnnotationProject) -> int:
     """When a claim finds no free task: top up every learning plan of the project from its
     latest model's stored scores (no training here), and nudge the worker. Returns how many
-    tasks were added. Plans whose row a worker holds are skipped (it is topping them up)."""
+    tasks were added. Plans whose row a worker holds are skipped (it is topping them up).
+    The matrix is read before the plan's lock; scores of another index version than the
+    current one are not used (the worker retrains on the new version)."""
     added = 0
     plans = list(LearningPlan.objects.filter(project=project, status=LearningPlan.Status.LEARNING))
     for plan in plans:
+        model = plan.models.order_by("-version").first()
+        if model is None:
+            continue
+        try:
+            rows = _rows(plan)
+        except (IndexChanged, OSError) as exc:
+            logger.warning("plan %s: no top-up from stored scores: %s", plan.pk, exc)
+            learning_nudge(plan_id=plan.pk)
+            continue
+        if not _scores_usable(model, rows):
+            learning_nudge(plan_id=plan.pk)
+            continue
         with transaction.atomic():
             locked = (
                 LearningPlan.objects.select_for_update(skip_locked=True)
@@ -651,13 +787,9 @@ def queue_top_up(*, project: AnnotationProject) -> int:
             )
             if locked is None:
                 continue
-            model = locked.models.order_by("-version").first()
-            if model is None:
-                continue
             state = plan_state(locked)
-            matrix, row_of, candidates = _rows(locked)
-            size = batch_size(locked, len(candidates))
-            added += _top_up(locked, state, model, matrix, row_of, candidates, size)[0]
+            size = batch_size(locked, len(rows.candidates))
+            added += _top_up(locked, state, model, rows, size)[0]
         learning_nudge(plan_id=plan.pk)
     return added
 
@@ -683,17 +815,20 @@ def machine_labels_write(
 ) -> int:
     """Label every unjudged candidate with the model's P(relevant) (replacing older labels
     of the topic); return how many were written. ``rows`` is ``_rows(plan)`` and ``state``
-    the plan's state, as the step has just read them."""
+    the plan's state, as the step has just read them; a model of another index version
+    writes nothing."""
     from ranking.models import MachineLabel
 
-    matrix, row_of, candidates = rows
+    matrix, row_of, candidates = rows.matrix, rows.row_of, rows.candidates
+    if not _scores_usable(model, rows):
+        return 0  # trained on another index version: its rows are not these
     taken = list(_doc_rows(plan, row_of, state.labels).values())
     p = np.load(_beside(model.scores_path, "labels"))
     labels = active.hybrid_labels(p, candidates, taken)
     docs = _documents_of_rows(plan, matrix, sorted(labels))
     row_of_doc = {d.pk: row_of[d.docid] for d in docs}
     now = timezone.now()
-    rows = [
+    labelled = [
         MachineLabel(
             project_id=plan.project_id,
             topic_id=plan.topic_id,
@@ -710,5 +845,5 @@ def machine_labels_write(
         if current is not None and current.version != model.version:
             return 0  # a newer version has labelled (or will label) them
         MachineLabel.objects.filter(project_id=plan.project_id, topic_id=plan.topic_id).delete()
-        MachineLabel.objects.bulk_create(rows, batch_size=2000)
-    return len(rows)
+        MachineLabel.objects.bulk_create(labelled, batch_size=2000)
+    return len(labelled)

@@ -193,6 +193,9 @@ class LearningModel(models.Model):
     negatives = models.PositiveIntegerField()
     params = models.JSONField(default=dict)
     scores_path = models.CharField(max_length=500)
+    # The collection's index version whose TF-IDF rows the scores are in: scores are read
+    # only against that version's matrix (null: a version stored before this was recorded).
+    index_version = models.PositiveIntegerField(null=True)
     prevalence = models.FloatField(null=True, help_text="Estimated share relevant")
     seconds = models.FloatField()
     trained_at = models.DateTimeField()
@@ -203,9 +206,11 @@ class LearningModel(models.Model):
         get_latest_by = "version"
         constraints = [
             models.UniqueConstraint(fields=["plan", "version"], name="learning_model_version"),
-            # Retraining on the same judgments is the same version (idempotent retrain).
+            # Retraining on the same judgments over the same index is the same version
+            # (idempotent retrain); a new index version needs scores of its own.
             models.UniqueConstraint(
-                fields=["plan", "judgment_mark", "seed_mark"], name="learning_model_once"
+                fields=["plan", "judgment_mark", "seed_mark", "index_version"],
+                name="learning_model_once_per_index",
             ),
         ]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from annotate.jobs import JobProgress, job_finish, job_queue, job_start
+from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import AnnotationProject, Document, Job, Round, Task
 from annotate.projects import project_tasks_add_for_personas
 from ranking import lucene, runs
@@ -165,23 +165,25 @@ def job_pool_run(*, job_id: int) -> None:
     job = job_start(job_id=job_id)
     if job is None:
         return
-    project = AnnotationProject.objects.get(slug=job.params["project"])
-    round_ = Round.objects.get(pk=job.params["round"], project=project)
-    try:
-        result = project_pool(
-            project=project, round_=round_, depth=job.params["depth"], progress=JobProgress(job)
+    with job_running(job):
+        project = AnnotationProject.objects.get(slug=job.params["project"])
+        round_ = Round.objects.get(pk=job.params["round"], project=project)
+        try:
+            result = project_pool(
+                project=project, round_=round_, depth=job.params["depth"], progress=JobProgress(job)
+            )
+        except Exception as exc:
+            logger.exception("pooling job %s failed", job.pk)
+            job_finish(job=job, ok=False, message=f"Pooling failed: {type(exc).__name__}: {exc}")
+            raise
+        sizes = result["pool_sizes"].values()
+        job_finish(
+            job=job,
+            ok=True,
+            message=(
+                f"Pooled {len(result['systems'])} systems at depth {result['depth']}: "
+                f"{sum(sizes)} documents over {len(sizes)} topics, "
+                f"{result['tasks_added']} new tasks"
+            ),
+            report=result,
         )
-    except Exception as exc:
-        logger.exception("pooling job %s failed", job.pk)
-        job_finish(job=job, ok=False, message=f"Pooling failed: {type(exc).__name__}: {exc}")
-        raise
-    sizes = result["pool_sizes"].values()
-    job_finish(
-        job=job,
-        ok=True,
-        message=(
-            f"Pooled {len(result['systems'])} systems at depth {result['depth']}: "
-            f"{sum(sizes)} documents over {len(sizes)} topics, {result['tasks_added']} new tasks"
-        ),
-        report=result,
-    )

@@ -3,6 +3,7 @@
 import logging
 import os
 import shutil
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.jobs import JobProgress, job_finish, job_queue, job_start
+from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import Collection, Document, Job
 from annotate.selectors import collection_index_documents
 from ranking import features, lucene, visible
@@ -40,8 +41,12 @@ def index_build(*, collection_id: int, progress=None, force: bool = False) -> di
     """Build the Lucene index and TF-IDF matrix for the collection's current version.
 
     Built in a temporary folder and renamed into place, so readers see either the old or
-    the new version, never a half-built one. Idempotent: a version already built is kept
-    unless ``force``. Returns counts and timings.
+    the new version, never a half-built one; the folder goes if the build fails, and those
+    of builds killed earlier are swept first. The documents are read once, in chunks, and
+    both Lucene and TF-IDF are built from that one read, so the two hold the same documents
+    even while an import adds more. No transaction is open during the build: the only write
+    is progress (short statements between chunks) and the final switch of version.
+    Idempotent: a version already built is kept unless ``force``. Returns counts and timings.
     """
     collection = Collection.objects.get(pk=collection_id)
     version = collection.version
@@ -49,30 +54,16 @@ def index_build(*, collection_id: int, progress=None, force: bool = False) -> di
     built = paths.root.exists() and paths.postings.exists()
     if collection.indexed_version == version and built and not force:
         return {"documents": None, "skipped": True, "version": version}
+    index_temporaries_sweep(collection=collection)
     total = Document.objects.filter(collection=collection).count()
-    tmp = paths.root.with_name(f"{paths.root.name}.tmp-{os.getpid()}")
+    tmp = paths.root.with_name(f"{paths.root.name}{_tmp_suffix()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    started = time.perf_counter()
-    report = lambda n: progress(n, 2 * total) if progress else None  # noqa: E731
-    postings = visible.PostingsBuilder()
-
-    def documents():
-        for docid, text in collection_index_documents(collection=collection):
-            postings.add(docid, lucene.analyze(text))
-            yield docid, text
-
-    indexed = lucene.build_index(tmp / "lucene", documents(), progress=report)
-    # The term counts of exactly what Lucene holds, for ranking over a visible subset
-    # (ranking.visible; Lucene's own analysis, so the statistics are the index's).
-    postings.finish().save(tmp / "postings")
-    lucene_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    matrix = features.build_tfidf(collection_index_documents(collection=collection))
-    features.save(matrix, tmp / "tfidf")
-    feature_seconds = time.perf_counter() - started
-    if progress:
-        progress(2 * total, 2 * total)
+    try:
+        result = _build_into(tmp, collection, total, progress)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if paths.root.exists():
         lucene.release(paths.lucene)
         features.forget(paths.features)
@@ -85,20 +76,87 @@ def index_build(*, collection_id: int, progress=None, force: bool = False) -> di
             locked.indexed_at = timezone.now()
             locked.save(update_fields=["indexed_version", "indexed_at"])
     _remove_old_versions(collection, keep=version)
+    return {**result, "version": version}
+
+
+def _build_into(tmp: Path, collection: Collection, total: int, progress) -> dict:
+    started = time.perf_counter()
+    report = lambda n: progress(n, 2 * total) if progress else None  # noqa: E731
+    postings = visible.PostingsBuilder()
+    read: list[tuple[str, str]] = []
+
+    def documents():
+        for docid, text in collection_index_documents(collection=collection):
+            postings.add(docid, lucene.analyze(text))
+            read.append((docid, text))
+            yield docid, text
+
+    indexed = lucene.build_index(tmp / "lucene", documents(), progress=report)
+    # The term counts of exactly what Lucene holds, for ranking over a visible subset
+    # (ranking.visible; Lucene's own analysis, so the statistics are the index's).
+    postings.finish().save(tmp / "postings")
+    lucene_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    matrix = features.build_tfidf(read)
+    features.save(matrix, tmp / "tfidf")
+    feature_seconds = time.perf_counter() - started
+    if progress:
+        progress(2 * max(total, len(read)), 2 * max(total, len(read)))
     return {
         "documents": indexed,
         "terms": len(matrix.vocabulary),
         "nonzeros": int(matrix.matrix.nnz),
         "lucene_seconds": round(lucene_seconds, 2),
         "features_seconds": round(feature_seconds, 2),
-        "version": version,
     }
+
+
+_TMP = ".tmp-"
+
+
+def _tmp_suffix() -> str:
+    return f"{_TMP}{socket.gethostname()}-{os.getpid()}"
+
+
+def index_temporaries_sweep(*, collection: Collection | None = None, max_age: float = 3600) -> int:
+    """Remove the temporary folders of index builds that were killed (their process is gone
+    from this machine, or, for another machine's, untouched for ``max_age`` seconds); of one
+    collection, or of all. Returns how many were removed."""
+    base = Path(settings.SASC_INDEX_DIR)
+    pattern = f"{collection.pk}/v*{_TMP}*" if collection is not None else f"*/v*{_TMP}*"
+    removed = 0
+    for path in base.glob(pattern):
+        owner = path.name.split(_TMP, 1)[1]
+        host, _, pid = owner.rpartition("-")
+        here = host in ("", socket.gethostname())
+        try:
+            age = time.time() - path.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        if (here and not _alive(pid)) or age > max_age:
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: str) -> bool:
+    if not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return False  # this process is building nothing there now: a leftover of a retry
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _remove_old_versions(collection: Collection, keep: int) -> None:
     base = Path(settings.SASC_INDEX_DIR) / str(collection.pk)
     for path in base.glob("v*"):
-        if path.name != f"v{keep}" and not path.name.startswith(f"v{keep}.tmp"):
+        if path.name != f"v{keep}" and _TMP not in path.name:
             lucene.release(path / "lucene")
             features.forget(path / "tfidf")
             shutil.rmtree(path, ignore_errors=True)
@@ -219,21 +277,24 @@ def job_index_create(*, collection: Collection, user=None) -> Job:
 
 
 def _index_execute(job: Job, progress, *, force: bool = False) -> dict:
-    try:
-        result = index_build(collection_id=job.collection_id, progress=progress, force=force)
-    except Exception as exc:
-        logger.exception("index job %s failed", job.pk)
-        job_finish(job=job, ok=False, message=f"Index build failed: {type(exc).__name__}: {exc}")
-        raise
-    if result.get("skipped"):
-        message = f"Index already current (version {result['version']})"
-    else:
-        message = (
-            f"Indexed {result['documents']} documents (version {result['version']}): Lucene "
-            f"{result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s, "
-            f"{result['terms']} terms"
-        )
-    job_finish(job=job, ok=True, message=message, report=result)
+    with job_running(job):
+        try:
+            result = index_build(collection_id=job.collection_id, progress=progress, force=force)
+        except Exception as exc:
+            logger.exception("index job %s failed", job.pk)
+            job_finish(
+                job=job, ok=False, message=f"Index build failed: {type(exc).__name__}: {exc}"
+            )
+            raise
+        if result.get("skipped"):
+            message = f"Index already current (version {result['version']})"
+        else:
+            message = (
+                f"Indexed {result['documents']} documents (version {result['version']}): "
+                f"Lucene {result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s, "
+                f"{result['terms']} terms"
+            )
+        job_finish(job=job, ok=True, message=message, report=result)
     return result
 
 
@@ -247,10 +308,12 @@ def job_index_run(*, job_id: int) -> None:
 
 def index_recorded(*, collection: Collection, progress=None, force: bool = False) -> dict:
     """Build a collection's index now (command line, demo), recorded as a job."""
+    now = timezone.now()
     job = Job.objects.create(
         kind=Job.Kind.INDEX,
         status=Job.Status.RUNNING,
-        started_at=timezone.now(),
+        started_at=now,
+        heartbeat_at=now,
         collection=collection,
         params={"source": "command line"},
     )

@@ -21,25 +21,47 @@ def pool_task(job_id: int) -> None:
     pooling.job_pool_run(job_id=job_id)
 
 
-@shared_task(acks_late=True)
-def learning_step_task(plan_id: int) -> None:
+@shared_task(acks_late=True, bind=True, max_retries=8)
+def learning_step_task(self, plan_id: int) -> None:
     """Bring an active-learning plan up to date: seed, retrain when due, top the queue up
-    (idempotent: one model version per set of judgments, the queue filled once)."""
-    from ranking.learning import learning_step
+    (idempotent: one model version per set of judgments and index version, the queue filled
+    once). An index replaced mid-step, or a database busy beyond its timeout, is retried
+    in a few seconds; any other failure is shown on the plan, then raised for the log."""
+    from django.db import OperationalError
 
-    learning_step(plan_id=plan_id)
+    from ranking.learning import IndexChanged, learning_step, learning_step_failed
+
+    try:
+        learning_step(plan_id=plan_id)
+    except (IndexChanged, OperationalError) as exc:
+        if self.request.called_directly or self.request.is_eager:
+            raise
+        logging.getLogger(__name__).warning("plan %s: step retried: %s", plan_id, exc)
+        raise self.retry(exc=exc, countdown=min(60, 2 ** (self.request.retries + 1))) from exc
+    except Exception as exc:
+        learning_step_failed(plan_id=plan_id, error=exc)
+        raise
 
 
 @worker_ready.connect
 def _recover_learning(sender=None, **kwargs) -> None:
     """A worker starting re-asks every unfinished plan: a step lost with a killed worker
-    or an unreachable broker is run again (and finds nothing to do if it was not lost)."""
+    or an unreachable broker is run again (and finds nothing to do if it was not lost).
+    It also marks failed the jobs whose worker died (``annotate.jobs.jobs_fail_stale``)
+    and removes the temporary folders of index builds that were killed."""
+    from annotate.jobs import jobs_fail_stale
     from ranking.learning import learning_sweep
+    from ranking.services import index_temporaries_sweep
 
-    try:
-        learning_sweep()
-    except Exception:  # a worker must start even if the database is not up yet
-        logging.getLogger(__name__).exception("could not nudge the active-learning plans")
+    for what, sweep in (
+        ("nudge the active-learning plans", learning_sweep),
+        ("fail the jobs whose worker died", jobs_fail_stale),
+        ("sweep the temporary index folders", index_temporaries_sweep),
+    ):
+        try:
+            sweep()
+        except Exception:  # a worker must start even if the database is not up yet
+            logging.getLogger(__name__).exception("could not %s", what)
 
 
 @shared_task(acks_late=True)

@@ -266,3 +266,26 @@ def test_gunicorn_holds_idle_connections_longer_than_a_proxy_does():
 
     settings = runpy.run_path(str(Path(__file__).parents[1] / "config" / "gunicorn.py"))
     assert settings["keepalive"] > 60 and settings["worker_class"] == "gthread"
+
+
+def test_the_sqlite_quickstart_writes_beside_readers_and_takes_the_write_lock_at_begin(tmp_path):
+    # WAL: readers never wait for the writer; BEGIN IMMEDIATE: a transaction that will write
+    # queues on the busy timeout at its start instead of failing when a read upgrades.
+    code = (
+        "from django.db import connection, transaction\n"
+        "with transaction.atomic():\n"
+        "    c = connection.cursor(); c.execute('PRAGMA journal_mode'); mode = c.fetchone()[0]\n"
+        "    c.execute('PRAGMA busy_timeout'); timeout = c.fetchone()[0]\n"
+        "print(mode, timeout, connection.transaction_mode)\n"
+    )
+    out = _run(
+        "shell",
+        "-c",
+        code,
+        env={
+            "SASC_VAR_DIR": str(tmp_path),
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        },
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1].split() == ["wal", "30000", "IMMEDIATE"]

@@ -92,8 +92,7 @@ def test_retraining_twice_on_the_same_judgments_makes_one_version(setup):
     assert LearningModel.objects.filter(plan=plan).count() == before
     # A second worker that trained on the same judgments records nothing new.
     state = learning.plan_state(plan)
-    matrix, row_of, candidates = learning._rows(plan)
-    trained = learning._train(plan, state, matrix, row_of, candidates)
+    trained = learning._train(plan, state, learning._rows(plan))
     model, created = learning._record(plan, trained)
     assert not created and model.version == before
 
@@ -303,3 +302,111 @@ def test_sensitivity_strategy_queues_likely_relevant_documents_of_uncertain_sens
     docids = dict(Document.objects.filter(pk__in=added).values_list("pk", "docid"))
     # Picked among the likely relevant only (P(relevant) >= 0.5 under the selector).
     assert all(scores[row_of[docids[pk]]] >= 0.5 for pk in added)
+
+
+# --- Index versions, ends, and the worker's locks (issue 21) -----------------------------------
+
+
+def _add_documents(collection, tmp_path, n=40) -> None:
+    """Import ``n`` more documents (a new collection version) and rebuild the index."""
+    from ranking.services import index_build
+
+    lines = []
+    for i in range(1000, 1000 + n):
+        lines += [f".I {i}", ".T", "later report", ".W", f"later report number {i} storage ."]
+    path = tmp_path / "later.all"
+    path.write_text("\n".join(lines) + "\n")
+    from annotate import services
+
+    assert services.import_run(collection=collection, fmt="smart", path=path).ok
+    index_build(collection_id=collection.pk)
+
+
+def test_a_rebuilt_index_makes_the_step_retrain_on_it_instead_of_reading_old_scores(
+    setup, tmp_path
+):
+    project, topic, annotator, truth = setup
+    plan = _learning_plan(project, topic, truth, batch_size=5)
+    first = LearningModel.objects.filter(plan=plan).latest()
+    assert first.index_version == 1 and "-i1.npy" in first.scores_path
+    # An upload grows the collection and the index is rebuilt (version 2, 200 rows): the
+    # old scores have 160 rows. Reading them against the new rows crashed with IndexError.
+    _add_documents(project.collection, tmp_path)
+    assert learning.queue_top_up(project=project) == 0  # the web never uses the old scores
+    report = learning.learning_step(plan_id=plan.pk)
+    latest = LearningModel.objects.filter(plan=plan).latest()
+    assert latest.index_version == 2 and latest.version == first.version + 1
+    assert report["model"] == latest.version
+    assert np.load(latest.scores_path).shape == (200,)
+    assert MachineLabel.objects.filter(model_version=latest.version).exists()
+    # The same judgments on the same index: one version, however often the step runs.
+    learning.learning_step(plan_id=plan.pk)
+    assert LearningModel.objects.filter(plan=plan).count() == latest.version
+
+
+def test_scores_of_another_index_version_are_never_paired_with_its_rows(setup, tmp_path):
+    project, topic, annotator, truth = setup
+    plan = _learning_plan(project, topic, truth)
+    model = LearningModel.objects.filter(plan=plan).latest()
+    rows = learning._rows(plan)
+    assert learning._scores_usable(model, rows)
+    _add_documents(project.collection, tmp_path)
+    newer = learning._rows(plan)
+    assert newer.index_version == 2 and len(newer.matrix.docids) == 200
+    assert not learning._scores_usable(model, newer)
+    state = learning.plan_state(plan)
+    assert learning.machine_labels_write(plan=plan, model=model, rows=newer, state=state) == 0
+
+
+def test_a_plan_whose_candidates_run_out_finishes_saying_why(setup):
+    project, topic, annotator, truth = setup
+    # 160 candidates, a budget of 500: the budget can never be spent.
+    plan = _learning_plan(project, topic, truth, budget=500, batch_size=40)
+    while judge_next(project, annotator, truth) is not None:
+        learning.learning_step(plan_id=plan.pk)
+    learning.learning_step(plan_id=plan.pk)
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.FINISHED
+    assert "every one of the 160 candidates" in plan.status_message
+    assert "budget 500 not reached" in plan.status_message
+
+
+def test_a_spent_budget_finishes_the_plan(setup):
+    project, topic, annotator, truth = setup
+    plan = _learning_plan(project, topic, truth, budget=12, batch_size=5)
+    while judge_next(project, annotator, truth) is not None:
+        learning.learning_step(plan_id=plan.pk)
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.FINISHED
+    assert plan.status_message.startswith("Budget spent: 12 documents judged")
+
+
+def test_a_plan_whose_round_was_closed_stops_saying_why(setup):
+    project, topic, annotator, truth = setup
+    plan = _learning_plan(project, topic, truth)
+    judge_next(project, annotator, truth)
+    plan.round.is_open = False
+    plan.round.save(update_fields=["is_open"])
+    learning.learning_step(plan_id=plan.pk)
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.FINISHED
+    assert f"round {plan.round.number} was closed" in plan.status_message
+
+
+def test_a_failed_step_shows_its_reason_on_the_plan(setup, monkeypatch):
+    from ranking.tasks import learning_step_task
+
+    project, topic, annotator, truth = setup
+    plan = _learning_plan(project, topic, truth)
+    LearningModel.objects.filter(plan=plan).update(scores_path="/nonexistent/scores.npy")
+    judge_next(project, annotator, truth)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(learning, "_train", broken)
+    with pytest.raises(RuntimeError):
+        learning_step_task.apply(args=[plan.pk], throw=True)
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.LEARNING
+    assert "The last update failed (RuntimeError: disk full)" in plan.status_message
