@@ -151,6 +151,8 @@ SASC_MAX_COMPRESSION_RATIO = env_int("SASC_MAX_COMPRESSION_RATIO", 100, minimum=
 SASC_MAX_DOCUMENTS_PER_IMPORT = env_int("SASC_MAX_DOCUMENTS_PER_IMPORT", 250_000, minimum=1)
 SASC_MAX_TOPICS_PER_COLLECTION = env_int("SASC_MAX_TOPICS_PER_COLLECTION", 5_000, minimum=1)
 SASC_MAX_QRELS_LINES = env_int("SASC_MAX_QRELS_LINES", 2_000_000, minimum=1)
+# The most rows one page of a list API may ask for (?limit=).
+SASC_API_MAX_PAGE_SIZE = env_int("SASC_API_MAX_PAGE_SIZE", 200, minimum=1)
 # Fault injection for the reliability tests (T4): a retrain waits this long between training
 # and recording its version, so a test can kill the worker mid-retrain. 0 in production.
 SASC_FAULT_LEARNING_DELAY_MS = env_int("SASC_FAULT_LEARNING_DELAY_MS", 0, minimum=0)
@@ -207,7 +209,8 @@ REST_FRAMEWORK = {
         "annotate.roles.HasRole",
     ],
     "DEFAULT_SCHEMA_CLASS": "config.schema.ViewNamedAutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # limit/offset, at most SASC_API_MAX_PAGE_SIZE a page; a bad value is a 400 (config.api).
+    "DEFAULT_PAGINATION_CLASS": "config.api.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "config.api.exception_handler",
