@@ -139,3 +139,16 @@ def test_the_page_size_is_capped_by_a_setting(login, users, data, settings):
     assert client.get(url, {"limit": 4}).status_code == 400
     page = client.get(url, {"limit": 3, "offset": 1}).json()
     assert len(page["results"]) == 3 and page["count"] == total
+
+
+def test_the_collection_list_counts_without_joining_documents_to_topics(users, data):
+    """Two Counts over joins multiplied documents by topics: the list timed out once a
+    collection held 200,000 topics (issue 21)."""
+    from annotate import selectors
+
+    Topic.objects.create(collection=data, number="2", title="second")
+    rows = selectors.collections_for_user(users["lead"])
+    assert "JOIN" not in str(rows.query).upper()
+    row = rows.get(pk=data.pk)
+    assert row.topic_count == 2
+    assert row.document_count == Document.objects.filter(collection=data).count()
