@@ -14,15 +14,21 @@ from annotate import charts, selectors
 from annotate.labels import FinalLabels, final_labels, project_judgments, snapshot
 from annotate.models import AnnotationProject
 from ranking.models import MachineLabel
-from ranking.runs import topic_key
+from ranking.runs import topic_key, trec_field
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _line(*fields) -> str:
+    """One line of a TREC file: every field through ``trec_field``, so an id stored before
+    ids were checked (a newline, a space in a docno) stays one field and adds no line."""
+    return " ".join(trec_field(f) for f in fields) + "\n"
 
 
 def qrels_text(labels: FinalLabels) -> str:
     """TREC qrels: ``topic 0 docno grade``, grades 2/1/0, sorted by topic then docno."""
     keys = sorted(labels.relevance, key=lambda k: (topic_key(k[0]), k[1]))
-    return "".join(f"{t} 0 {d} {labels.relevance[(t, d)][0]}\n" for t, d in keys)
+    return "".join(_line(t, 0, d, labels.relevance[(t, d)][0]) for t, d in keys)
 
 
 def sensitivity_texts(labels: FinalLabels) -> dict[str, str]:
@@ -33,7 +39,7 @@ def sensitivity_texts(labels: FinalLabels) -> dict[str, str]:
             out[persona].append((topic, docid, value))
     return {
         persona: "".join(
-            f"{t} 0 {d} {v}\n" for t, d, v in sorted(rows, key=lambda r: (topic_key(r[0]), r[1]))
+            _line(t, 0, d, v) for t, d, v in sorted(rows, key=lambda r: (topic_key(r[0]), r[1]))
         )
         for persona, rows in sorted(out.items())
     }
@@ -126,6 +132,19 @@ def file_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "persona"
 
 
+def sensitivity_files(labels: FinalLabels) -> dict[str, str]:
+    """``{sensitivity-<persona>.txt: text}``; names that slug alike ("Ann Lee", "ann-lee")
+    get a numbered file each rather than one file that the second overwrites."""
+    files: dict[str, str] = {}
+    for persona, text in sensitivity_texts(labels).items():
+        name, n = f"sensitivity-{file_slug(persona)}.txt", 1
+        while name in files:
+            n += 1
+            name = f"sensitivity-{file_slug(persona)}-{n}.txt"
+        files[name] = text
+    return files
+
+
 def machine_labels_text(project: AnnotationProject, labels: FinalLabels) -> tuple[dict, str]:
     """Machine labels of (topic, document) units no annotator judged: ``{(topic, docno):
     (grade, "machine")}`` to add to the qrels, and the side file that flags them
@@ -136,9 +155,9 @@ def machine_labels_text(project: AnnotationProject, labels: FinalLabels) -> tupl
         if key in labels.relevance:  # a person judged it: the human label stands
             continue
         added[key] = (int(m.relevant), "machine")
-        lines.append((key, f"{int(m.relevant)} {m.probability:.6f} {m.model_version}"))
+        lines.append((key, (int(m.relevant), f"{m.probability:.6f}", m.model_version)))
     lines.sort(key=lambda kv: (topic_key(kv[0][0]), kv[0][1]))
-    return added, "".join(f"{t} 0 {d} {rest}\n" for (t, d), rest in lines)
+    return added, "".join(_line(t, 0, d, *rest) for (t, d), rest in lines)
 
 
 def export_files(
@@ -161,8 +180,7 @@ def export_files(
     files: dict[str, str | bytes] = {"qrels.txt": qrels_text(qrels)}
     if machine_labels:
         files["machine-labels.txt"] = machine_text
-    for persona, text in sensitivity_texts(labels).items():
-        files[f"sensitivity-{file_slug(persona)}.txt"] = text
+    files.update(sensitivity_files(labels))
     files["annotations.csv"] = table_csv(rows)
     files["annotations.jsonl"] = table_jsonl(rows)
     if pictures:

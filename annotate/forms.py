@@ -58,6 +58,12 @@ class SearchForm(forms.Form):
     page = forms.IntegerField(min_value=1, max_value=50, required=False)
 
 
+# Free text and lists a form takes in one go (issue 21: nothing bounded them but the 5 MB
+# request body, and a million "topic docid" lines became one query with a million ids).
+MAX_TASK_LINES = 5_000
+MAX_GUIDELINES = 20_000
+
+
 class TasksForm(forms.Form):
     """Where a round's tasks come from."""
 
@@ -70,7 +76,11 @@ class TasksForm(forms.Form):
     source = forms.ChoiceField(choices=SOURCES, initial="search")
     k = forms.IntegerField(min_value=1, max_value=1000, initial=20, label="Results per topic")
     lines = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 4}), required=False, label="Topic docid lines"
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        label="Topic docid lines",
+        max_length=MAX_TASK_LINES * 300,
+        help_text=f"At most {MAX_TASK_LINES:,} lines at a time.",
     )
     topics = forms.ModelMultipleChoiceField(
         queryset=None, required=False, help_text="Only these topics (none chosen: all)"
@@ -93,8 +103,15 @@ class TasksForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("source") == "list" and not (data.get("lines") or "").strip():
+        lines = [line for line in (data.get("lines") or "").splitlines() if line.strip()]
+        if data.get("source") == "list" and not lines:
             self.add_error("lines", "Give at least one 'topic docid' line.")
+        if len(lines) > MAX_TASK_LINES:
+            self.add_error(
+                "lines",
+                f"{len(lines):,} lines: at most {MAX_TASK_LINES:,} at a time. Split them, or "
+                "import them as a qrels file and use the reference source.",
+            )
         return data
 
 
@@ -119,7 +136,9 @@ class ProjectForm(forms.Form):
         initial=AnnotationProject.RelevanceRule.HIGHER,
         label="Exported grade when annotators disagree (unless adjudicated)",
     )
-    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False)
+    guidelines = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6}), required=False, max_length=MAX_GUIDELINES
+    )
 
     def __init__(self, *args, **kwargs):
         from django.contrib.auth.models import User

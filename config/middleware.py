@@ -28,6 +28,30 @@ class ContentSecurityPolicyMiddleware:
         return response
 
 
+class NullCharacterMiddleware:
+    """Answer 400, naming the parameter, for a query-string or form value holding a NUL
+    character: no free text (a comment, a note, a reason, a search) may hold one, and
+    PostgreSQL refuses to store it with an error that was a 500 (issue 21). Django's and
+    DRF's form fields refuse NUL themselves; the views that read ``request.POST`` directly do
+    not, so it is refused here once for all of them."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        sources = [request.GET, request.POST] if request.method == "POST" else [request.GET]
+        for source in sources:
+            for name, values in source.lists():
+                if "\x00" in name or any("\x00" in v for v in values):
+                    message = f"The parameter {name[:80]!r} holds a NUL character."
+                    if is_api(request):
+                        return api_error("invalid", message, 400)
+                    return HttpResponse(
+                        message, status=400, content_type="text/plain; charset=utf-8"
+                    )
+        return self.get_response(request)
+
+
 class DatabaseUnavailableMiddleware:
     """Answer 503 with Retry-After, not 500, while the database is unreachable (restarting,
     failing over): clients and the judging page retry with the same Idempotency-Key, and

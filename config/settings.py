@@ -62,6 +62,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    "config.middleware.NullCharacterMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -149,6 +150,17 @@ SASC_UPLOAD_DIR = env_path("SASC_UPLOAD_DIR", VAR_DIR / "uploads")
 SASC_MAX_IMPORT_FILE_BYTES = env_int("SASC_MAX_IMPORT_FILE_BYTES", 50 * 1024 * 1024, minimum=1)
 # Refuse any single email larger than this inside an mbox/zip/jsonl (bytes).
 SASC_MAX_MESSAGE_BYTES = env_int("SASC_MAX_MESSAGE_BYTES", 25 * 1024 * 1024, minimum=1)
+# Zip uploads: bytes out of all members together, members, and bytes out per compressed byte.
+SASC_MAX_ARCHIVE_BYTES = env_int("SASC_MAX_ARCHIVE_BYTES", 200 * 1024 * 1024, minimum=1)
+SASC_MAX_ARCHIVE_MEMBERS = env_int("SASC_MAX_ARCHIVE_MEMBERS", 100_000, minimum=1)
+SASC_MAX_COMPRESSION_RATIO = env_int("SASC_MAX_COMPRESSION_RATIO", 100, minimum=1)
+# Counts one import may bring (docs/formats.md, "Limits"): documents read from one upload or
+# command, topics a collection may hold, lines of one qrels or sensitivity file.
+SASC_MAX_DOCUMENTS_PER_IMPORT = env_int("SASC_MAX_DOCUMENTS_PER_IMPORT", 250_000, minimum=1)
+SASC_MAX_TOPICS_PER_COLLECTION = env_int("SASC_MAX_TOPICS_PER_COLLECTION", 5_000, minimum=1)
+SASC_MAX_QRELS_LINES = env_int("SASC_MAX_QRELS_LINES", 2_000_000, minimum=1)
+# The most rows one page of a list API may ask for (?limit=).
+SASC_API_MAX_PAGE_SIZE = env_int("SASC_API_MAX_PAGE_SIZE", 200, minimum=1)
 # Fault injection for the reliability tests (T4): a retrain waits this long between training
 # and recording its version, so a test can kill the worker mid-retrain. 0 in production.
 SASC_FAULT_LEARNING_DELAY_MS = env_int("SASC_FAULT_LEARNING_DELAY_MS", 0, minimum=0)
@@ -210,7 +222,8 @@ REST_FRAMEWORK = {
         "annotate.roles.HasRole",
     ],
     "DEFAULT_SCHEMA_CLASS": "config.schema.ViewNamedAutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # limit/offset, at most SASC_API_MAX_PAGE_SIZE a page; a bad value is a 400 (config.api).
+    "DEFAULT_PAGINATION_CLASS": "config.api.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "config.api.exception_handler",

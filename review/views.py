@@ -3,6 +3,7 @@ read answer GET and HEAD; the decisions are POST only."""
 
 import csv
 import json
+import math
 from datetime import date
 
 from django.contrib import messages
@@ -314,6 +315,8 @@ def _number(request, name, default, cast, low, high):
     try:
         value = cast(request.GET.get(name, default))
     except (TypeError, ValueError):
+        return default
+    if not math.isfinite(value):  # "nan" passes float() and every comparison
         return default
     return min(max(value, low), high)
 

@@ -311,6 +311,14 @@ HOSTILE = {
     "relevance": "99999999999999999999",
     "page": "99999999999999999999",
     "project": "99999999999999999999",
+    # The list APIs' pages, the loop report's numbers, the judging page's timer, a depth.
+    "limit": "²",
+    "offset": "-1",
+    "k": "99999999999999999999",
+    "effort": "nan",
+    "cost": "inf",
+    "active_seconds": "nan",
+    "depth": "99999999999999999999",
 }
 
 
@@ -334,3 +342,24 @@ def test_hostile_numbers_in_any_parameter_are_refused_never_a_server_error(clien
             if response.status_code >= 500:
                 errors.append(f"{method} {url} as {role}: {response.status_code}")
     assert errors == []
+
+
+def test_a_nul_character_in_any_parameter_is_a_400_naming_it(client, world):
+    """Free text (comments, notes, reasons, searches) with NUL: PostgreSQL refuses to store
+    it, which was a 500 wherever a view read ``request.POST`` itself."""
+    values, who = world
+    for role, name, pattern, kwargs in _as_each_role(client, who):
+        url = _url(name, pattern, kwargs, values["a"])
+        for method in ("get", "post"):
+            response = getattr(client, method)(url, {"note": "a\x00b"})
+            assert response.status_code == 400, (role, method, url)
+            assert "'note' holds a NUL character" in response.content.decode()
+        break  # one role and route shows the middleware; it runs before any view
+
+
+def test_report_numbers_that_are_not_finite_fall_back_to_the_default(rf):
+    from review.views import _number
+
+    for raw, expected in (("nan", 0.1), ("inf", 0.1), ("-inf", 0.1), ("500", 100.0), ("2.5", 2.5)):
+        request = rf.get("/", {"effort": raw})
+        assert _number(request, "effort", 0.1, float, 0.0, 100.0) == expected, raw

@@ -6,6 +6,25 @@ file or line cannot stop an import.
 
 from dataclasses import dataclass
 
+from ranking.runs import field_problem
+
+# The columns ids are stored in (annotate.models: Document.docid, Topic.number): longer ids
+# are refused by name here rather than by the database mid-import.
+MAX_DOCID_LENGTH = 255
+MAX_TOPIC_NUMBER_LENGTH = 32
+
+
+def id_problem(value: str, what: str, max_length: int) -> str | None:
+    """Return why ``value`` cannot be a ``what`` (a document id, a topic number) that is
+    written into TREC files, or None: it must be one field (no whitespace, no control
+    characters) of at most ``max_length`` characters."""
+    problem = field_problem(value)
+    if problem is not None:
+        return f"{what} {value[:80]!r} {problem}"
+    if len(value) > max_length:
+        return f"{what} {value[:40]!r}... is {len(value)} characters, over the {max_length} limit"
+    return None
+
 
 @dataclass(frozen=True)
 class Issue:

@@ -7,13 +7,15 @@ line or member that could not be read. Sizes are checked before anything is read
 import email.utils
 import json
 import os
+import re
+import struct
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from annotate.parsing import Issue
+from annotate.parsing import MAX_DOCID_LENGTH, Issue, id_problem
 from annotate.parsing.emails import (
     EmailParseError,
     ParsedAttachment,
@@ -30,13 +32,26 @@ JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 ZIP_SUFFIXES = {".zip"}
 # Files that sit beside messages in common corpora and are not messages.
 IGNORED_SUFFIXES = {".json", ".js", ".md", ".pdf", ".gz", ".tgz", ".tar", ".py", ".html"}
-MAX_DOCID = 255
+MAX_DOCID = MAX_DOCID_LENGTH
+# Whitespace and control characters: a file name may hold them, a TREC doc id may not.
+_NOT_IN_DOCID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
+
+
+# Below this many bytes out of a member, its compression ratio is not judged: a short
+# message of repeated characters compresses far better than a bomb's ratio limit.
+RATIO_FLOOR = 1024 * 1024
 
 
 @dataclass
 class Limits:
+    """The caps an import reads within (``config/settings.py`` sets them from the env)."""
+
     max_file_bytes: int = 50 * 1024 * 1024
     max_message_bytes: int = 25 * 1024 * 1024
+    # An archive: bytes out of all its members, entries in it, and bytes out per byte in.
+    max_archive_bytes: int = 200 * 1024 * 1024
+    max_archive_members: int = 100_000
+    max_compression_ratio: int = 100
     known: Callable[[str], bool] | None = None
 
 
@@ -53,7 +68,9 @@ def _mb(n: int) -> str:
 
 
 def _docid(text: str) -> str:
-    text = clean_text(text).strip()
+    """Return a doc id made from a path (``<folder>/<file>``, ``<zip>/<member>``, ``<mbox>#n``):
+    each run of whitespace or control characters becomes ``_``, so the id is one TREC field."""
+    text = _NOT_IN_DOCID.sub("_", clean_text(text).strip())
     if len(text) > MAX_DOCID:  # keep ids unique but bounded: the tail is the distinctive part
         text = text[-MAX_DOCID:]
     return text
@@ -278,10 +295,17 @@ def iter_jsonl_bytes(data: bytes, label: str, limits: Limits) -> Iterator[EmailI
             yield Issue(label, where, "each line must be a JSON object")
             continue
         docid = obj.get("id", obj.get("docid"))
-        if docid is not None and not isinstance(docid, str | int):
+        if docid is not None and not isinstance(docid, str | int) or isinstance(docid, bool):
             yield Issue(label, where, "field 'id' must be a string or a number")
             continue
-        docid = str(docid) if docid not in (None, "") else f"{label}#L{line_no}"
+        if docid not in (None, ""):
+            # A given id is kept as it is, so it must already be one TREC field.
+            docid = str(docid)
+            if (problem := id_problem(docid, "document id", MAX_DOCID_LENGTH)) is not None:
+                yield Issue(label, where, problem)
+                continue
+        else:
+            docid = f"{label}#L{line_no}"
         raw = obj.get("raw")
         if raw is not None:
             if not isinstance(raw, str):
@@ -310,8 +334,129 @@ def _safe_member(name: str) -> str | None:
     return pure.as_posix()
 
 
+class ArchiveLimitError(ValueError):
+    """A zip member went over one of ``Limits``' caps; ``over_size`` when it was the byte cap,
+    ``setting`` the name of the setting that holds the cap."""
+
+    def __init__(self, message: str, *, over_size: bool = False, setting: str = ""):
+        super().__init__(message)
+        self.over_size = over_size
+        self.setting = setting
+
+
+# Compression methods whose decompressor zipfile can bound per read (ZIP_DEFLATED) or that
+# need none (ZIP_STORED). zipfile decompresses bzip2 and LZMA members without an output
+# bound, so a few kilobytes read can expand to hundreds of megabytes: those are refused.
+_BOUNDED_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+_READ_CHUNK = 64 * 1024
+
+
+def zip_member_count(path: Path, stop_after: int) -> int:
+    """Return how many entries the zip's central directory holds, counting no further than
+    ``stop_after + 1``, without building ``zipfile``'s per-member objects.
+
+    The end record's own count is not trusted (``zipfile`` ignores it too): the entries are
+    walked through their fixed 46-byte headers. Raise ``zipfile.BadZipFile`` for a file that
+    is not a zip.
+    """
+    with open(path, "rb") as fp:
+        # zipfile's reader of the end-of-central-directory record (zip64 included).
+        endrec = zipfile._EndRecData(fp)
+        if not endrec:
+            raise zipfile.BadZipFile("File is not a zip file")
+        size_cd, offset_cd = endrec[zipfile._ECD_SIZE], endrec[zipfile._ECD_OFFSET]
+        start = endrec[zipfile._ECD_LOCATION] - size_cd
+        if endrec[zipfile._ECD_SIGNATURE] == zipfile.stringEndArchive64:
+            start -= zipfile.sizeEndCentDir64 + zipfile.sizeEndCentDir64Locator
+        if start < 0 or offset_cd < 0:
+            raise zipfile.BadZipFile("Bad offset for central directory")
+        fp.seek(start)
+        count = read = 0
+        while read < size_cd and count <= stop_after:
+            header = fp.read(zipfile.sizeCentralDir)
+            if len(header) != zipfile.sizeCentralDir or header[:4] != zipfile.stringCentralDir:
+                raise zipfile.BadZipFile("Truncated or bad central directory")
+            fields = struct.unpack(zipfile.structCentralDir, header)
+            skip = (
+                fields[zipfile._CD_FILENAME_LENGTH]
+                + fields[zipfile._CD_EXTRA_FIELD_LENGTH]
+                + fields[zipfile._CD_COMMENT_LENGTH]
+            )
+            fp.seek(skip, os.SEEK_CUR)
+            read += zipfile.sizeCentralDir + skip
+            count += 1
+        return count
+
+
+def read_zip_member(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, limit: int, max_ratio: int
+) -> bytes:
+    """Return a member's bytes, read in chunks and counted as they come out of the
+    decompressor: the sizes in the member's headers are not trusted.
+
+    Raise ``ArchiveLimitError`` (naming the limit) as soon as more than ``limit`` bytes come
+    out, or more than ``max_ratio`` times the compressed size once past one megabyte, so
+    memory stays bounded by ``limit`` whatever the headers claim.
+    """
+    method = _BOUNDED_METHODS.get(info.compress_type)
+    if method is None:
+        raise ArchiveLimitError(
+            f"compression method {info.compress_type} is not read (only stored and deflate)"
+        )
+    if info.file_size > limit:
+        raise ArchiveLimitError(
+            f"member is {_mb(info.file_size)}, over the {_mb(limit)} limit", over_size=True
+        )
+    compressed = max(info.compress_size, 1)
+
+    def over_ratio(size: int) -> ArchiveLimitError | None:
+        if size > RATIO_FLOOR and size > max_ratio * compressed:
+            return ArchiveLimitError(
+                f"member expands more than {max_ratio} times its compressed size "
+                f"(the compression-ratio limit): a zip bomb?",
+                setting="SASC_MAX_COMPRESSION_RATIO",
+            )
+        return None
+
+    if (error := over_ratio(info.file_size)) is not None:
+        raise error
+    out = bytearray()
+    # Small reads: zipfile asks zlib for at most this much per read, while ``read()`` of a
+    # whole member asks for up to 1 GB at once, then cuts it to the declared size.
+    with archive.open(info) as fh:
+        while chunk := fh.read(_READ_CHUNK):
+            out += chunk
+            if len(out) > limit:
+                raise ArchiveLimitError(
+                    f"member expands to more than {_mb(limit)} (the limit), whatever its "
+                    f"header says ({_mb(info.file_size)}); not read further",
+                    over_size=True,
+                )
+            if (error := over_ratio(len(out))) is not None:
+                raise error
+    return bytes(out)
+
+
 def _iter_zip(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
-    """Read messages from a zip in memory; member names are never used as file-system paths."""
+    """Read messages from a zip in memory; member names are never used as file-system paths.
+
+    Every cap of ``Limits`` is counted on what is actually read: entries in the central
+    directory (before ``zipfile`` builds an object per member), bytes out of the
+    decompressor per member and for the whole archive, and the compression ratio.
+    """
+    try:
+        members = zip_member_count(path, limits.max_archive_members)
+    except (zipfile.BadZipFile, OSError, struct.error) as exc:
+        yield Issue(label, "", f"not a readable zip archive ({exc})")
+        return
+    if members > limits.max_archive_members:
+        yield Issue(
+            label,
+            "",
+            f"archive has more than {limits.max_archive_members} members "
+            "(SASC_MAX_ARCHIVE_MEMBERS); nothing was read",
+        )
+        return
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -330,22 +475,37 @@ def _iter_zip(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Is
             if name.startswith(".") or PurePosixPath(member).suffix.lower() in IGNORED_SUFFIXES:
                 yield Issue(label, member, "not a message file", "skipped")
                 continue
-            if info.file_size > limits.max_message_bytes:
-                yield Issue(label, member, f"member is {_mb(info.file_size)}, over the limit")
-                continue
-            total += info.file_size
-            if total > 4 * limits.max_file_bytes:
-                yield Issue(
-                    label,
-                    member,
-                    "archive expands to more than 4x the file limit; the rest was not read",
-                )
-                return
+            left = limits.max_archive_bytes - total
             try:
-                data = archive.read(info)
-            except Exception as exc:  # CRC errors, unsupported compression, truncation
+                data = read_zip_member(
+                    archive,
+                    info,
+                    limit=min(limits.max_message_bytes, left),
+                    max_ratio=limits.max_compression_ratio,
+                )
+            except ArchiveLimitError as exc:
+                if exc.over_size and left < limits.max_message_bytes:
+                    yield Issue(
+                        label,
+                        member,
+                        f"archive expands to more than {_mb(limits.max_archive_bytes)} "
+                        "(SASC_MAX_ARCHIVE_BYTES); this member and the rest were not read",
+                    )
+                    return
+                setting = exc.setting or ("SASC_MAX_MESSAGE_BYTES" if exc.over_size else "")
+                named = f" ({setting})" if setting else ""
+                yield Issue(label, member, f"{exc}{named}; member skipped")
+                continue
+            except zipfile.BadZipFile as exc:
+                # zipfile stops at the size the header declares; a member that holds more
+                # (or less) then fails its checksum.
+                reason = f"member is corrupt or its header lies about its size ({exc})"
+                yield Issue(label, member, reason[:300])
+                continue
+            except Exception as exc:  # encryption, truncation, bad local headers
                 yield Issue(label, member, f"member could not be read ({exc})"[:300])
                 continue
+            total += len(data)
             suffix = PurePosixPath(member).suffix.lower()
             if suffix in MBOX_SUFFIXES:
                 yield from iter_mbox_bytes(data, f"{label}/{member}", limits)

@@ -3,8 +3,9 @@
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
-from annotate.parsing import Issue
+from annotate.parsing import MAX_DOCID_LENGTH, MAX_TOPIC_NUMBER_LENGTH, Issue, id_problem
 from annotate.parsing.emails import clean_text
 
 SMART_DOC_FIELDS = set("TAWBNXKC")
@@ -92,12 +93,25 @@ def iter_smart(data: bytes, label: str, allowed: set[str] = SMART_DOC_FIELDS):
         yield Issue(label, "", "no .I records found: not a SMART file")
         return
     for record in records:
+        if (problem := id_problem(record.id, "record id", MAX_DOCID_LENGTH)) is not None:
+            yield Issue(label, f"line {record.line}", problem)
+            continue
         if record.id in seen:
             yield Issue(label, f"line {record.line}", f"duplicate record id {record.id!r}")
             continue
         seen.add(record.id)
         record.fields = {k: clean_text(v) for k, v in record.fields.items()}
         yield record
+
+
+_TOPIC_STARTS = {"trec": re.compile(rb"<top>", re.I), "smart": re.compile(rb"^\.I\b", re.M)}
+
+
+def topic_count(data: bytes, fmt: str) -> int:
+    """Return how many topics a file holds at most (``<top>`` tags, or ``.I`` lines of SMART
+    queries), counted on the bytes before anything is parsed, so an oversized file is refused
+    in the time a regular expression takes to scan it."""
+    return sum(1 for _ in _TOPIC_STARTS[fmt].finditer(data))
 
 
 @dataclass
@@ -136,6 +150,9 @@ def iter_smart_queries(data: bytes, label: str, *, number_by: str = "id"):
             continue
         n += 1
         number = str(n) if number_by == "order" else normalise_number(item.id)
+        if (problem := id_problem(number, "topic number", MAX_TOPIC_NUMBER_LENGTH)) is not None:
+            yield Issue(label, f"line {item.line}", problem)
+            continue
         yield TopicRecord(number=number, title=text, line=item.line)
 
 
@@ -191,6 +208,9 @@ def iter_trec_topics(data: bytes, label: str) -> Iterator[TopicRecord | Issue]:
         if not number:
             yield Issue(label, where, "topic has no <num>")
             continue
+        if (problem := id_problem(number, "topic number", MAX_TOPIC_NUMBER_LENGTH)) is not None:
+            yield Issue(label, where, problem)
+            continue
         if not fields.get("title"):
             yield Issue(label, where, f"topic {number} has no <title>")
             continue
@@ -231,27 +251,50 @@ def cranfield_grade(code: int) -> int:
     return 0
 
 
-def iter_qrels(data: bytes, label: str, *, fmt: str = "trec") -> Iterator[QrelLine | Issue]:
-    """Yield ``QrelLine`` for each judgment line.
+def _text_lines(source: bytes | BinaryIO) -> Iterator[str]:
+    """Yield the lines of a text file one at a time, each decoded as UTF-8 or else Latin-1
+    (``decode_text_file`` per line), never holding the whole file."""
+    raw_lines = source.splitlines() if isinstance(source, bytes) else source
+    for raw in raw_lines:
+        text = decode_text_file(raw)
+        # Old Mac files (\r only) and other separators str.splitlines knows.
+        yield from text.splitlines() or [""]
+
+
+def _head(source: bytes | BinaryIO) -> bytes:
+    if isinstance(source, bytes):
+        return source[:8192]
+    start = source.tell()
+    head = source.read(8192)
+    source.seek(start)
+    return head
+
+
+def iter_qrels(
+    data: bytes | BinaryIO, label: str, *, fmt: str = "trec", duplicates: bool = True
+) -> Iterator[QrelLine | Issue]:
+    """Yield ``QrelLine`` for each judgment line of ``data`` (bytes, or a binary file read
+    line by line, so a large file is never held in memory).
 
     Formats: ``trec`` (``topic iteration docno grade``; grades below 0 become 0 and above 2
     become 2), ``cranfield`` (``query doc code``, mapped by ``cranfield_grade``) and ``cacm``
     (``query doc 0 0``: every listed pair is relevant, grade 1); ``binary`` is the TREC layout
-    with labels that must be 0 or 1 (sensitivity files).
+    with labels that must be 0 or 1 (sensitivity files). Topic numbers and document ids must
+    be TREC fields (``annotate.parsing.id_problem``). With ``duplicates`` false, a pair seen
+    twice is not reported here (the caller checks, in less memory than a set of strings).
     """
     if fmt not in QREL_FORMATS:
         raise ValueError(f"unknown qrels format {fmt!r}; use one of {', '.join(QREL_FORMATS)}")
-    if (issue := _binary(data, label)) is not None:
+    if (issue := _binary(_head(data), label)) is not None:
         yield issue
         return
-    text = decode_text_file(data)
     seen: dict[tuple[str, str], int] = {}
-    for line_no, line in enumerate(text.splitlines(), 1):
+    expected = 3 if fmt == "cranfield" else 4
+    for line_no, line in enumerate(_text_lines(data), 1):
         parts = line.split()
         if not parts or line.lstrip().startswith("#"):
             continue
         where = f"line {line_no}"
-        expected = 3 if fmt == "cranfield" else 4
         if len(parts) != expected:
             yield Issue(label, where, f"expected {expected} columns, found {len(parts)}")
             continue
@@ -262,7 +305,7 @@ def iter_qrels(data: bytes, label: str, *, fmt: str = "trec") -> Iterator[QrelLi
         try:
             grade = int(grade_text)
         except ValueError:
-            yield Issue(label, where, f"grade {grade_text!r} is not an integer")
+            yield Issue(label, where, f"grade {grade_text[:40]!r} is not an integer")
             continue
         if fmt == "cranfield":
             grade = cranfield_grade(grade)
@@ -277,14 +320,21 @@ def iter_qrels(data: bytes, label: str, *, fmt: str = "trec") -> Iterator[QrelLi
         topic = normalise_number(topic)
         if fmt in ("cranfield", "cacm"):
             docid = normalise_number(docid)
-        key = (topic, docid)
-        if key in seen:
-            yield Issue(
-                label,
-                where,
-                f"duplicate judgment for topic {topic}, document {docid} "
-                f"(first on line {seen[key]})",
-            )
+        problem = id_problem(topic, "topic", MAX_TOPIC_NUMBER_LENGTH) or id_problem(
+            docid, "document id", MAX_DOCID_LENGTH
+        )
+        if problem is not None:
+            yield Issue(label, where, problem)
             continue
-        seen[key] = line_no
+        if duplicates:
+            key = (topic, docid)
+            if key in seen:
+                yield Issue(
+                    label,
+                    where,
+                    f"duplicate judgment for topic {topic}, document {docid} "
+                    f"(first on line {seen[key]})",
+                )
+                continue
+            seen[key] = line_no
         yield QrelLine(topic=topic, docid=docid, grade=grade, line=line_no)

