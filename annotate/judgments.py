@@ -155,10 +155,22 @@ def task_held(*, user, project: AnnotationProject, limit: int = 2) -> list[Assig
     return list(_live_leases(user, project)[:limit])
 
 
+# How long a preloaded task (the one a page holds behind the task it shows) stays leased
+# before it is shown. The page shows it, and renews it to the project's full lease, when the
+# task in front is saved; an annotator who walks away keeps one lease, not two.
+PRELOAD_LEASE = timedelta(minutes=5)
+
+
 def task_claim(
     *, user, project: AnnotationProject, skip_task_ids: tuple[int, ...] = ()
 ) -> Assignment | None:
     """Return the annotator's oldest live lease not in ``skip_task_ids``, or lease a new task.
+
+    ``skip_task_ids`` are the tasks the client holds, the one it shows first. That one is
+    renewed to the project's full lease (``_lease_renew``: the client shows it now), and a
+    task leased while the client shows another is a preload: its lease lasts
+    ``PRELOAD_LEASE`` until it is shown. So an annotator holds one full lease at a time, and
+    an idle one holds a second only for the first minutes.
 
     Exactly-once under concurrency (G1): the task row is locked with
     ``SELECT ... FOR UPDATE SKIP LOCKED`` (PostgreSQL), so two annotators never take the last
@@ -166,19 +178,79 @@ def task_claim(
     SQLite, which has no row locks, every write transaction starts with ``BEGIN IMMEDIATE``
     (see settings), so claims are serialised by the database lock instead.
     """
+    if skip_task_ids:
+        _lease_renew(user, project, skip_task_ids[0])
     live = _live_leases(user, project).exclude(task_id__in=skip_task_ids).first()
     if live is not None:
         return live
+    preload = bool(skip_task_ids)
     _expire_now_and_then(project)
-    assignment = _claim_free_task(user, project)
+    assignment = _claim_free_task(user, project, preload=preload)
     if assignment is None and leases_expire(project=project):
-        assignment = _claim_free_task(user, project)  # expired leases just came back
+        # expired leases just came back
+        assignment = _claim_free_task(user, project, preload=preload)
     if assignment is None:
         from ranking.learning import queue_top_up
 
         if queue_top_up(project=project):  # a retrain is late: the previous model's picks
-            assignment = _claim_free_task(user, project)
+            assignment = _claim_free_task(user, project, preload=preload)
     return assignment
+
+
+_RENEW_SQL = """
+    UPDATE annotate_assignment SET expires_at = %(expires)s
+     WHERE task_id = %(task)s AND annotator_id = %(user)s AND status = %(leased)s
+       AND expires_at < %(expires)s
+"""
+# A lease that lapsed and was given back: take it again only if the task still has room.
+_RETAKE_SQL = """
+    UPDATE annotate_assignment SET status = %(leased)s, leased_at = %(now)s,
+           expires_at = %(expires)s
+     WHERE task_id = %(task)s AND annotator_id = %(user)s AND status = %(expired)s
+"""
+_RETAKE_COUNT_SQL = """
+    UPDATE annotate_task SET claimed = claimed + 1
+     WHERE id = %(task)s AND claimed < required
+"""
+
+
+class _Full(Exception):
+    pass
+
+
+def _lease_renew(user, project: AnnotationProject, task_id: int) -> bool:
+    """Give the annotator's lease on the task the client shows the project's full length.
+
+    A lease still marked leased is extended (even one past its time: its place is still
+    counted in ``Task.claimed``, and ``leases_expire`` only flips a lease still past its
+    time). One already given back is taken again if the task has room. Return whether the
+    annotator holds the task now.
+    """
+    now = timezone.now()
+    ops = connection.ops
+    params = {
+        "task": task_id,
+        "user": user.pk,
+        "leased": Assignment.Status.LEASED.value,
+        "expired": Assignment.Status.EXPIRED.value,
+        "now": ops.adapt_datetimefield_value(now),
+        "expires": ops.adapt_datetimefield_value(now + timedelta(minutes=project.lease_minutes)),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_RENEW_SQL, params)
+        if cursor.rowcount:
+            return True
+        try:
+            with transaction.atomic():
+                cursor.execute(_RETAKE_SQL, params)
+                if not cursor.rowcount:
+                    return False  # submitted, skipped, still full length, or not theirs
+                cursor.execute(_RETAKE_COUNT_SQL, params)
+                if not cursor.rowcount:
+                    raise _Full
+        except _Full:
+            return False
+    return True
 
 
 _FREE_TASK_SQL = """
@@ -204,15 +276,21 @@ _LEASE_SQL = """
 """
 
 
-def _claim_free_task(user, project: AnnotationProject) -> Assignment | None:
+def _claim_free_task(
+    user, project: AnnotationProject, *, preload: bool = False
+) -> Assignment | None:
     """Lease the first free task in queue order: three SQL statements, one transaction.
+
+    A preload's lease lasts ``PRELOAD_LEASE`` (at most the project's lease), else the
+    project's lease.
 
     Plain SQL (valid on PostgreSQL and SQLite) because this runs on every save of the
     judging page and the ORM spent longer composing these statements than the database
     spent running them.
     """
     now = timezone.now()
-    expires = now + timedelta(minutes=project.lease_minutes)
+    length = timedelta(minutes=project.lease_minutes)
+    expires = now + (min(length, PRELOAD_LEASE) if preload else length)
     ops = connection.ops
     features = connection.features
     skip_locked = features.has_select_for_update_of and features.has_select_for_update_skip_locked
