@@ -12,6 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotate.audit import audit_record
 from annotate.models import (
     Adjudication,
     AnnotationProject,
@@ -526,6 +527,7 @@ def judgment_edit(*, user, judgment_id: int, expected_version: int, answers: Ans
             active_seconds=judgment.active_seconds,
             recorded_at=timezone.now(),
         )
+        before = _judgment_answers(judgment)
         judgment.relevance = answers.relevance
         judgment.persona_sensitive = answers.persona_sensitive
         judgment.personal_sensitive = answers.personal_sensitive
@@ -533,7 +535,37 @@ def judgment_edit(*, user, judgment_id: int, expected_version: int, answers: Ans
         judgment.version += 1
         judgment.updated_at = timezone.now()
         judgment.save()
+        _audit_judgment_edit(user, judgment, before)
     return judgment
+
+
+def _judgment_answers(judgment: Judgment) -> dict:
+    return {
+        "relevance": judgment.relevance,
+        "persona_sensitive": judgment.persona_sensitive,
+        "personal_sensitive": judgment.personal_sensitive,
+        "comment": judgment.comment,
+    }
+
+
+def _audit_judgment_edit(user, judgment: Judgment, before: dict) -> None:
+    """Log an edit: what changed, from what to what (a first judgment is its own record)."""
+    task = Task.objects.select_related("project", "topic", "persona", "document").get(
+        pk=judgment.task_id
+    )
+    after = _judgment_answers(judgment)
+    audit_record(
+        user=user,
+        action="judgment-edit",
+        collection=task.document.collection,
+        document=task.document,
+        project=task.project.slug,
+        topic=task.topic.number,
+        persona=task.persona.name,
+        judgment=judgment.pk,
+        version=judgment.version,
+        changed={k: [before[k], after[k]] for k in after if before[k] != after[k]},
+    )
 
 
 def task_skip(*, user, task_id: int, reason: str) -> Assignment:
@@ -594,17 +626,41 @@ def adjudicate(
         raise InvalidAnswers("give the reason for the adjudicated label")
     if len(reason) > 10_000:
         raise InvalidAnswers("the reason is longer than 10,000 characters")
-    adjudication, _ = Adjudication.objects.update_or_create(
-        project_id=task.project_id,
-        topic_id=task.topic_id,
-        persona_id=task.persona_id,
-        document_id=task.document_id,
-        defaults={
-            "relevance": relevance,
-            "persona_sensitive": persona_sensitive,
-            "reason": reason,
-            "decided_by": user,
-            "decided_at": timezone.now(),
-        },
-    )
+    with transaction.atomic():
+        previous = (
+            Adjudication.objects.filter(
+                project_id=task.project_id,
+                topic_id=task.topic_id,
+                persona_id=task.persona_id,
+                document_id=task.document_id,
+            )
+            .values("relevance", "persona_sensitive")
+            .first()
+        )
+        adjudication, _ = Adjudication.objects.update_or_create(
+            project_id=task.project_id,
+            topic_id=task.topic_id,
+            persona_id=task.persona_id,
+            document_id=task.document_id,
+            defaults={
+                "relevance": relevance,
+                "persona_sensitive": persona_sensitive,
+                "reason": reason,
+                "decided_by": user,
+                "decided_at": timezone.now(),
+            },
+        )
+        audit_record(
+            user=user,
+            action="adjudication",
+            collection=task.document.collection,
+            document=task.document,
+            project=task.project.slug,
+            topic=task.topic.number,
+            persona=task.persona.name,
+            relevance=relevance,
+            persona_sensitive=persona_sensitive,
+            reason=reason[:500],
+            previous=previous,
+        )
     return adjudication

@@ -49,6 +49,7 @@ urlpatterns = [
         name="adjudicate",
     ),
     path("annotate/<slug:slug>/export/", lead.export, name="project-export"),
+    path("annotate/<slug:slug>/export/qrels.txt", lead.export_qrels, name="project-export-qrels"),
     path("annotate/<slug:slug>/pool/", lead.pool_start, name="project-pool"),
     path("annotate/<slug:slug>/learning/", ranking_views.learning_page, name="learning"),
     path(
