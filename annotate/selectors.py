@@ -297,8 +297,9 @@ def project_dashboard(*, project: AnnotationProject) -> dict:
         .order_by("id")[:500]
     ):
         skipped.setdefault(a.task.topic_id, []).append(a)
-    with snapshot():
-        labels = final_labels(project)
+    # No snapshot transaction (as for the charts): the counts may straddle a commit, and on
+    # SQLite every transaction takes the write lock.
+    labels = final_labels(project)
     relevant: dict[str, int] = {}
     for (number, _docid), (grade, _rule) in labels.relevance.items():
         relevant[number] = relevant.get(number, 0) + (grade >= 1)

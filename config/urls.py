@@ -136,6 +136,7 @@ urlpatterns = [
         SpectacularSwaggerSplitView.as_view(
             url_name="api-schema",
             permission_classes=[IsAuthenticated],
+            template_name="config/api_docs.html",  # with the way back to the app
             # OPTIONS would render DRF's metadata through the Swagger page's template (500)
             http_method_names=["get", "head"],
         ),

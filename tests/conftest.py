@@ -5,7 +5,10 @@ import pytest
 
 from annotate import roles, services
 from annotate.models import Collection
-from tests.browserkit import browser  # noqa: F401 (a fixture for the browser tests)
+from tests.browserkit import (  # noqa: F401 (fixtures for the browser tests)
+    audit_log_emptied,
+    browser,
+)
 from tests.learningkit import plan_setup  # noqa: F401 (worker tests' plan)
 from tests.reviewkit import published  # noqa: F401 (a fixture for the review tests)
 from tests.stormkit import storm_project  # noqa: F401 (T1's world)

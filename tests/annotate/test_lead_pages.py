@@ -166,3 +166,11 @@ def test_an_import_is_audited_with_its_user(make_project, users, tmp_path):
     event = AuditEvent.objects.get(action="import")
     assert event.collection == project.collection
     assert event.detail["format"] == "qrels-trec" and event.detail["job"] == job.pk
+
+
+def test_the_api_docs_lead_back_to_the_app(login, users):
+    response = login(users["lead"]).get(reverse("api-docs"))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert f'<a href="{reverse("home")}">← Back to sasc</a>' in html
+    assert 'id="swagger-ui"' in html
