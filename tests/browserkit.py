@@ -108,7 +108,8 @@ def _count(stored) -> int:
 
 @pytest.fixture
 def audit_log_emptied(transactional_db):
-    """Let a live-server test on SQLite write audit rows (adjudications, exports).
+    """Let a live-server test on SQLite write audit rows (edits, adjudications, exports);
+    every such test gets it (``tests/conftest.py``).
 
     The append-only trigger refuses the DELETE with which such a test empties an SQLite
     database afterwards (PostgreSQL empties with TRUNCATE). Torn down before that flush: lift

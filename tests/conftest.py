@@ -42,6 +42,15 @@ def _isolated_dirs(settings, tmp_path):
     }
 
 
+@pytest.fixture(autouse=True)
+def _audit_log_emptied_for_live_servers(request):
+    """Every test that empties the database afterwards (a live server, a transactional
+    test) gets ``audit_log_emptied``: annotation now writes audit rows, which SQLite's
+    append-only trigger would not let the flush delete."""
+    if {"live_server", "transactional_db"} & set(request.fixturenames):
+        request.getfixturevalue("audit_log_emptied")
+
+
 @pytest.fixture
 def make_user(db):
     def make(username, *role_names):

@@ -51,9 +51,7 @@ def judge_as(browser, url, project, username, answers, events):
     page.context.close()
 
 
-def test_training_round_agreement_adjudication_and_export(
-    browser, live_server, round_project, audit_log_emptied
-):
+def test_training_round_agreement_adjudication_and_export(browser, live_server, round_project):
     project, people = round_project
     url = live_server.url
     events = []

@@ -53,9 +53,7 @@ def lead_world(transactional_db, tmp_path, make_user):
     return project
 
 
-def test_the_lead_pages_fit_the_screen_and_say_what_they_show(
-    browser, live_server, lead_world, audit_log_emptied
-):
+def test_the_lead_pages_fit_the_screen_and_say_what_they_show(browser, live_server, lead_world):
     project = lead_world
     url = live_server.url
     events = []
