@@ -12,6 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotate.audit import audit_record
 from annotate.models import (
     Adjudication,
     AnnotationProject,
@@ -167,10 +168,22 @@ def task_held(*, user, project: AnnotationProject, limit: int = 2) -> list[Assig
     return list(_live_leases(user, project)[:limit])
 
 
+# How long a preloaded task (the one a page holds behind the task it shows) stays leased
+# before it is shown. The page shows it, and renews it to the project's full lease, when the
+# task in front is saved; an annotator who walks away keeps one lease, not two.
+PRELOAD_LEASE = timedelta(minutes=5)
+
+
 def task_claim(
     *, user, project: AnnotationProject, skip_task_ids: tuple[int, ...] = ()
 ) -> Assignment | None:
     """Return the annotator's oldest live lease not in ``skip_task_ids``, or lease a new task.
+
+    ``skip_task_ids`` are the tasks the client holds, the one it shows first. That one is
+    renewed to the project's full lease (``_lease_renew``: the client shows it now), and a
+    task leased while the client shows another is a preload: its lease lasts
+    ``PRELOAD_LEASE`` until it is shown. So an annotator holds one full lease at a time, and
+    an idle one holds a second only for the first minutes.
 
     Exactly-once under concurrency (G1): the task row is locked with
     ``SELECT ... FOR UPDATE SKIP LOCKED`` (PostgreSQL), so two annotators never take the last
@@ -178,19 +191,79 @@ def task_claim(
     SQLite, which has no row locks, every write transaction starts with ``BEGIN IMMEDIATE``
     (see settings), so claims are serialised by the database lock instead.
     """
+    if skip_task_ids:
+        _lease_renew(user, project, skip_task_ids[0])
     live = _live_leases(user, project).exclude(task_id__in=skip_task_ids).first()
     if live is not None:
         return live
+    preload = bool(skip_task_ids)
     _expire_now_and_then(project)
-    assignment = _claim_free_task(user, project)
+    assignment = _claim_free_task(user, project, preload=preload)
     if assignment is None and leases_expire(project=project):
-        assignment = _claim_free_task(user, project)  # expired leases just came back
+        # expired leases just came back
+        assignment = _claim_free_task(user, project, preload=preload)
     if assignment is None:
         from ranking.learning import queue_top_up
 
         if queue_top_up(project=project):  # a retrain is late: the previous model's picks
-            assignment = _claim_free_task(user, project)
+            assignment = _claim_free_task(user, project, preload=preload)
     return assignment
+
+
+_RENEW_SQL = """
+    UPDATE annotate_assignment SET expires_at = %(expires)s
+     WHERE task_id = %(task)s AND annotator_id = %(user)s AND status = %(leased)s
+       AND expires_at < %(expires)s
+"""
+# A lease that lapsed and was given back: take it again only if the task still has room.
+_RETAKE_SQL = """
+    UPDATE annotate_assignment SET status = %(leased)s, leased_at = %(now)s,
+           expires_at = %(expires)s
+     WHERE task_id = %(task)s AND annotator_id = %(user)s AND status = %(expired)s
+"""
+_RETAKE_COUNT_SQL = """
+    UPDATE annotate_task SET claimed = claimed + 1
+     WHERE id = %(task)s AND claimed < required
+"""
+
+
+class _Full(Exception):
+    pass
+
+
+def _lease_renew(user, project: AnnotationProject, task_id: int) -> bool:
+    """Give the annotator's lease on the task the client shows the project's full length.
+
+    A lease still marked leased is extended (even one past its time: its place is still
+    counted in ``Task.claimed``, and ``leases_expire`` only flips a lease still past its
+    time). One already given back is taken again if the task has room. Return whether the
+    annotator holds the task now.
+    """
+    now = timezone.now()
+    ops = connection.ops
+    params = {
+        "task": task_id,
+        "user": user.pk,
+        "leased": Assignment.Status.LEASED.value,
+        "expired": Assignment.Status.EXPIRED.value,
+        "now": ops.adapt_datetimefield_value(now),
+        "expires": ops.adapt_datetimefield_value(now + timedelta(minutes=project.lease_minutes)),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_RENEW_SQL, params)
+        if cursor.rowcount:
+            return True
+        try:
+            with transaction.atomic():
+                cursor.execute(_RETAKE_SQL, params)
+                if not cursor.rowcount:
+                    return False  # submitted, skipped, still full length, or not theirs
+                cursor.execute(_RETAKE_COUNT_SQL, params)
+                if not cursor.rowcount:
+                    raise _Full
+        except _Full:
+            return False
+    return True
 
 
 _FREE_TASK_SQL = """
@@ -216,15 +289,21 @@ _LEASE_SQL = """
 """
 
 
-def _claim_free_task(user, project: AnnotationProject) -> Assignment | None:
+def _claim_free_task(
+    user, project: AnnotationProject, *, preload: bool = False
+) -> Assignment | None:
     """Lease the first free task in queue order: three SQL statements, one transaction.
+
+    A preload's lease lasts ``PRELOAD_LEASE`` (at most the project's lease), else the
+    project's lease.
 
     Plain SQL (valid on PostgreSQL and SQLite) because this runs on every save of the
     judging page and the ORM spent longer composing these statements than the database
     spent running them.
     """
     now = timezone.now()
-    expires = now + timedelta(minutes=project.lease_minutes)
+    length = timedelta(minutes=project.lease_minutes)
+    expires = now + (min(length, PRELOAD_LEASE) if preload else length)
     ops = connection.ops
     features = connection.features
     skip_locked = features.has_select_for_update_of and features.has_select_for_update_skip_locked
@@ -465,6 +544,7 @@ def judgment_edit(*, user, judgment_id: int, expected_version: int, answers: Ans
             active_seconds=judgment.active_seconds,
             recorded_at=timezone.now(),
         )
+        before = _judgment_answers(judgment)
         judgment.relevance = answers.relevance
         judgment.persona_sensitive = answers.persona_sensitive
         judgment.personal_sensitive = answers.personal_sensitive
@@ -472,7 +552,37 @@ def judgment_edit(*, user, judgment_id: int, expected_version: int, answers: Ans
         judgment.version += 1
         judgment.updated_at = timezone.now()
         judgment.save()
+        _audit_judgment_edit(user, judgment, before)
     return judgment
+
+
+def _judgment_answers(judgment: Judgment) -> dict:
+    return {
+        "relevance": judgment.relevance,
+        "persona_sensitive": judgment.persona_sensitive,
+        "personal_sensitive": judgment.personal_sensitive,
+        "comment": judgment.comment,
+    }
+
+
+def _audit_judgment_edit(user, judgment: Judgment, before: dict) -> None:
+    """Log an edit: what changed, from what to what (a first judgment is its own record)."""
+    task = Task.objects.select_related("project", "topic", "persona", "document").get(
+        pk=judgment.task_id
+    )
+    after = _judgment_answers(judgment)
+    audit_record(
+        user=user,
+        action="judgment-edit",
+        collection=task.document.collection,
+        document=task.document,
+        project=task.project.slug,
+        topic=task.topic.number,
+        persona=task.persona.name,
+        judgment=judgment.pk,
+        version=judgment.version,
+        changed={k: [before[k], after[k]] for k in after if before[k] != after[k]},
+    )
 
 
 def task_skip(*, user, task_id: int, reason: str) -> Assignment:
@@ -558,17 +668,41 @@ def adjudicate(
         raise InvalidAnswers("give the reason for the adjudicated label")
     if len(reason) > 10_000:
         raise InvalidAnswers("the reason is longer than 10,000 characters")
-    adjudication, _ = Adjudication.objects.update_or_create(
-        project_id=task.project_id,
-        topic_id=task.topic_id,
-        persona_id=task.persona_id,
-        document_id=task.document_id,
-        defaults={
-            "relevance": relevance,
-            "persona_sensitive": persona_sensitive,
-            "reason": reason,
-            "decided_by": user,
-            "decided_at": timezone.now(),
-        },
-    )
+    with transaction.atomic():
+        previous = (
+            Adjudication.objects.filter(
+                project_id=task.project_id,
+                topic_id=task.topic_id,
+                persona_id=task.persona_id,
+                document_id=task.document_id,
+            )
+            .values("relevance", "persona_sensitive")
+            .first()
+        )
+        adjudication, _ = Adjudication.objects.update_or_create(
+            project_id=task.project_id,
+            topic_id=task.topic_id,
+            persona_id=task.persona_id,
+            document_id=task.document_id,
+            defaults={
+                "relevance": relevance,
+                "persona_sensitive": persona_sensitive,
+                "reason": reason,
+                "decided_by": user,
+                "decided_at": timezone.now(),
+            },
+        )
+        audit_record(
+            user=user,
+            action="adjudication",
+            collection=task.document.collection,
+            document=task.document,
+            project=task.project.slug,
+            topic=task.topic.number,
+            persona=task.persona.name,
+            relevance=relevance,
+            persona_sensitive=persona_sensitive,
+            reason=reason[:500],
+            previous=previous,
+        )
     return adjudication

@@ -6,9 +6,10 @@ from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from annotate import agreement, charts, exports, judgments, labels, roles, selectors
+from annotate.audit import audit_record
 from annotate.models import AnnotationProject, Judgment, Task
 from config.params import id_param
 from ranking import pooling
@@ -83,7 +84,35 @@ def export(request, slug):
     """Send every export file of the project in one zip (machine labels when asked)."""
     project = get_object_or_404(AnnotationProject, slug=slug)
     machine_labels = request.GET.get("machine_labels") == "include"
-    return zip_response(project, exports.export_zip(project, machine_labels=machine_labels))
+    content = exports.export_zip(project, machine_labels=machine_labels)
+    export_audit(request.user, project, "export.zip", machine_labels)
+    return zip_response(project, content)
+
+
+@require_safe
+@lead_required
+def export_qrels(request, slug):
+    """Send the project's TREC qrels file alone (hybrid with machine labels when asked)."""
+    project = get_object_or_404(AnnotationProject, slug=slug)
+    machine_labels = request.GET.get("machine_labels") == "include"
+    text = exports.export_files(project, pictures=False, machine_labels=machine_labels)["qrels.txt"]
+    export_audit(request.user, project, "qrels.txt", machine_labels)
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    suffix = "-hybrid" if machine_labels else ""
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-qrels{suffix}.txt"'
+    return response
+
+
+def export_audit(user, project: AnnotationProject, name: str, machine_labels: bool) -> None:
+    """Log a download of the project's labels (qrels, zip or another export file)."""
+    audit_record(
+        user=user,
+        action="export",
+        collection=project.collection,
+        project=project.slug,
+        file=name,
+        machine_labels=machine_labels,
+    )
 
 
 def zip_response(project: AnnotationProject, content: bytes) -> HttpResponse:

@@ -152,6 +152,7 @@ class ProjectExportApi(APIView):
             )
         if name == "export.zip":
             content = exports.export_zip(project, machine_labels=machine == "include")
+            lead.export_audit(request.user, project, name, machine == "include")
             return lead.zip_response(project, content)
         files = exports.export_files(
             project, pictures=name.endswith(".png"), machine_labels=machine == "include"
@@ -162,6 +163,7 @@ class ProjectExportApi(APIView):
                 status=status.HTTP_404_NOT_FOUND,
             )
         content = files[name]
+        lead.export_audit(request.user, project, name, machine == "include")
         kind = EXPORT_TYPES[name[name.rindex(".") :]]
         return HttpResponse(content, content_type=kind)
 

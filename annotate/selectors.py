@@ -3,7 +3,7 @@
 from collections.abc import Iterator
 
 from django.db import connection
-from django.db.models import Count, F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -12,7 +12,6 @@ from annotate.labels import final_labels, snapshot
 from annotate.models import (
     Adjudication,
     AnnotationProject,
-    Answer,
     Assignment,
     Attachment,
     Collection,
@@ -22,6 +21,7 @@ from annotate.models import (
     Persona,
     ReferenceRelevance,
     ReferenceSensitivity,
+    Round,
     Task,
     Topic,
 )
@@ -304,45 +304,115 @@ def skipped_for_user(*, user, project: AnnotationProject) -> QuerySet[Assignment
 
 
 def project_dashboard(*, project: AnnotationProject) -> dict:
-    """Return the lead's per-topic view: tasks by state, judgments per annotator, times."""
+    """Return the lead's per-topic view of a project, in columns that add up.
+
+    A task is one (round, topic, persona, document) that ``required`` annotators judge (two
+    for a double-judged task, every annotator in a training round). Each task is in exactly
+    one state, so per topic ``done + in_progress + open == tasks``:
+
+    - *done*: it has all the judgments it needs;
+    - *in progress*: it has some of them, or an annotator holds a live lease on it;
+    - *open*: neither (a skipped task whose lease was given back is open again).
+
+    Judgments are counted separately (``judged`` of ``needed``): a double-judged task counts
+    once among the tasks and twice among the judgments. ``relevant`` and ``sensitive`` count
+    documents by their final label (``annotate.labels``), so two judgments of one document
+    count once. Tasks from active learning or seed walks are tasks like the others; ``active``
+    says how many of the topic's tasks came from there.
+    """
     from statistics import median
 
     now = timezone.now()
-    topics = []
-    for topic in project.topics.order_by("number"):
-        tasks = Task.objects.filter(project=project, topic=topic)
-        if not tasks.exists():
-            continue
-        judgments = Judgment.objects.filter(task__in=tasks)
-        leased = Assignment.objects.filter(
-            task__in=tasks, status=Assignment.Status.LEASED, expires_at__gt=now
-        ).count()
-        done_tasks = tasks.annotate(n=Count("judgments")).filter(n__gte=F("required")).count()
-        times = list(judgments.values_list("active_seconds", flat=True))
-        topics.append(
+    leased = Assignment.objects.filter(
+        task=OuterRef("pk"), status=Assignment.Status.LEASED, expires_at__gt=now
+    )
+    rows = (
+        Task.objects.filter(project=project)
+        .annotate(live=Exists(leased))
+        .values_list("topic_id", "judged", "required", "live", "source")
+    )
+    counts: dict[int, dict] = {}
+    for topic_id, judged, required, live, source in rows:
+        c = counts.setdefault(
+            topic_id,
             {
-                "topic": topic,
-                "tasks": tasks.count(),
-                "done": done_tasks,
-                "leased": leased,
-                "waiting": tasks.filter(claimed=0).count(),
-                "judgments": len(times),
-                "median_seconds": round(median(times), 1) if times else None,
-                "relevant": judgments.filter(relevance__gte=1).count(),
-                "sensitive": judgments.filter(persona_sensitive=Answer.YES).count(),
-                "per_annotator": list(
-                    judgments.values("annotator__username")
-                    .annotate(n=Count("id"))
-                    .order_by("annotator__username")
-                ),
-                "skipped": list(
-                    Assignment.objects.filter(task__in=tasks, status=Assignment.Status.SKIPPED)
-                    .select_related("annotator", "task__document")
-                    .order_by("id")[:50]
-                ),
-            }
+                "tasks": 0,
+                "done": 0,
+                "in_progress": 0,
+                "open": 0,
+                "judged": 0,
+                "needed": 0,
+                "active": 0,
+            },
         )
-    return {"topics": topics}
+        c["tasks"] += 1
+        c["judged"] += min(judged, required)
+        c["needed"] += required
+        c["active"] += source in (Task.Source.ACTIVE, Task.Source.SEED)
+        if judged >= required:
+            c["done"] += 1
+        elif judged or live:
+            c["in_progress"] += 1
+        else:
+            c["open"] += 1
+    seconds: dict[int, list[float]] = {}
+    for topic_id, active_seconds in Judgment.objects.filter(task__project=project).values_list(
+        "task__topic_id", "active_seconds"
+    ):
+        seconds.setdefault(topic_id, []).append(active_seconds)
+    per_annotator: dict[int, list[dict]] = {}
+    for row in (
+        Judgment.objects.filter(task__project=project)
+        .values("task__topic_id", "annotator__username")
+        .annotate(n=Count("id"))
+        .order_by("task__topic_id", "annotator__username")
+    ):
+        per_annotator.setdefault(row["task__topic_id"], []).append(row)
+    skipped: dict[int, list[Assignment]] = {}
+    for a in (
+        Assignment.objects.filter(task__project=project, status=Assignment.Status.SKIPPED)
+        .select_related("annotator", "task__document")
+        .order_by("id")[:500]
+    ):
+        skipped.setdefault(a.task.topic_id, []).append(a)
+    # No snapshot transaction (as for the charts): the counts may straddle a commit, and on
+    # SQLite every transaction takes the write lock.
+    labels = final_labels(project)
+    relevant: dict[str, int] = {}
+    for (number, _docid), (grade, _rule) in labels.relevance.items():
+        relevant[number] = relevant.get(number, 0) + (grade >= 1)
+    sensitive_docs = {(t, d) for (_p, t, d), (v, _r) in labels.sensitivity.items() if v == 1}
+    sensitive: dict[str, int] = {}
+    for number, _docid in sensitive_docs:
+        sensitive[number] = sensitive.get(number, 0) + 1
+    topics = []
+    total = dict.fromkeys(("tasks", "done", "in_progress", "open", "judged", "needed", "active"), 0)
+    total.update(relevant=0, sensitive=0)
+    for topic in project.topics.order_by("number"):
+        c = counts.get(topic.pk)
+        if c is None:
+            continue
+        times = seconds.get(topic.pk, [])
+        row = {
+            "topic": topic,
+            **c,
+            "median_seconds": round(median(times), 1) if times else None,
+            "relevant": relevant.get(topic.number, 0),
+            "sensitive": sensitive.get(topic.number, 0),
+            "per_annotator": per_annotator.get(topic.pk, []),
+            "skipped": skipped.get(topic.pk, [])[:50],
+        }
+        for key in total:
+            total[key] += row[key]
+        topics.append(row)
+    return {"topics": topics, "total": total, "pool_round": pool_round_default(project=project)}
+
+
+def pool_round_default(*, project: AnnotationProject):
+    """Return the round pooling adds to unless the lead says otherwise: the latest open
+    production round, else the latest open round (None if every round is closed)."""
+    open_rounds = project.rounds.filter(is_open=True).order_by("-number")
+    return open_rounds.filter(kind=Round.Kind.PRODUCTION).first() or open_rounds.first()
 
 
 # --- Agreement --------------------------------------------------------------------------------
@@ -401,19 +471,39 @@ def agreement_for(
     for js in by_task.values():
         if len(js) < 2:
             continue
-        if len({j.relevance for j in js}) > 1 or len({j.persona_sensitive for j in js}) > 1:
+        differ = {
+            "relevance": len({j.relevance for j in js}) > 1,
+            "persona_sensitive": len({j.persona_sensitive for j in js}) > 1,
+        }
+        if any(differ.values()):
             task = js[0].task
+            adj = adjudications.get((task.topic_id, task.persona_id, task.document_id))
             report["disagreements"].append(
                 {
                     "task": task,
                     "judgments": js,
-                    "adjudication": adjudications.get(
-                        (task.topic_id, task.persona_id, task.document_id)
-                    ),
+                    "adjudication": adj,
+                    "resolved": adjudication_resolves(adj, **differ),
                 }
             )
+    # Those still to settle first; each group in task order.
+    report["disagreements"].sort(key=lambda d: d["resolved"])
+    report["to_adjudicate"] = sum(not d["resolved"] for d in report["disagreements"])
+    report["adjudicated"] = len(report["disagreements"]) - report["to_adjudicate"]
     report["judged_tasks"] = len(by_task)
     return report
+
+
+def adjudication_resolves(
+    adjudication: Adjudication | None, *, relevance: bool, persona_sensitive: bool
+) -> bool:
+    """Whether an adjudication settles a disagreement: it decides every answer that differs
+    (a relevance-only adjudication leaves a sensitivity disagreement open)."""
+    if adjudication is None:
+        return False
+    if relevance and adjudication.relevance is None:
+        return False
+    return not (persona_sensitive and not adjudication.persona_sensitive)
 
 
 def agreement_over_rounds(*, project: AnnotationProject, facet: str = "relevance") -> list[dict]:

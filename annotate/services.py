@@ -11,6 +11,7 @@ from django.contrib.auth.models import Group, Permission, User
 from django.utils import timezone
 
 from annotate import importers, roles
+from annotate.audit import audit_record
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import (
     Collection,
@@ -173,6 +174,16 @@ def _import_execute(job: Job, progress) -> importers.ImportReport:
         job_finish(job=job, ok=False, message=f"Import failed: {type(exc).__name__}: {exc}")
         raise
     job_finish(job=job, ok=report.ok, message=report.summary(), report=report.as_dict())
+    audit_record(
+        user=job.created_by,
+        action="import",
+        collection=job.collection,
+        job=job.pk,
+        format=params["format"],
+        label=params.get("label") or "",
+        ok=report.ok,
+        summary=report.summary()[:500],
+    )
     return report
 
 

@@ -49,6 +49,7 @@ urlpatterns = [
         name="adjudicate",
     ),
     path("annotate/<slug:slug>/export/", lead.export, name="project-export"),
+    path("annotate/<slug:slug>/export/qrels.txt", lead.export_qrels, name="project-export-qrels"),
     path("annotate/<slug:slug>/pool/", lead.pool_start, name="project-pool"),
     path("annotate/<slug:slug>/learning/", ranking_views.learning_page, name="learning"),
     path(
@@ -135,6 +136,7 @@ urlpatterns = [
         SpectacularSwaggerSplitView.as_view(
             url_name="api-schema",
             permission_classes=[IsAuthenticated],
+            template_name="config/api_docs.html",  # with the way back to the app
             # OPTIONS would render DRF's metadata through the Swagger page's template (500)
             http_method_names=["get", "head"],
         ),

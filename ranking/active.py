@@ -277,6 +277,21 @@ def knee_stop(gains, *, candidates: int) -> StoppingSignal:
     return StoppingSignal(stop, s, rel_s, knee, float(ratio), needed, min_effort, KNEE_RULE)
 
 
+KNEE_FEWEST_JUDGED = 156
+
+
+def knee_can_stop_within(budget: int) -> bool:
+    """Return whether the knee rule (``knee_stop``) can say stop within ``budget`` judgments.
+
+    With s judged and r found, the slope ratio is at most max(s - r, 1): precision 1 up to
+    the knee and one relevant (the +1) after it, with the knee at r. The rule needs a ratio of
+    156 - min(r, 150), so s - r >= 156 - r for r <= 150 (and s >= r + 6 above): it can never
+    fire before 156 judgments, whatever the minimum effort, and it can at 156 (one relevant
+    document found first, 155 non-relevant after it). A smaller budget makes it unreachable.
+    """
+    return budget >= KNEE_FEWEST_JUDGED
+
+
 def estimated_prevalence(probabilities, candidates, judged_labels: dict[int, int]) -> float:
     """Relevant share of the candidates: the judged ones as judged, the others by the sum of
     their P(relevant) (the classifier's expected count)."""

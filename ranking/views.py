@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from annotate import roles
 from annotate.models import AnnotationProject, Collection, Document, Topic
-from ranking import learning, selectors
+from ranking import active, learning, selectors
 from ranking.forms import ClassifierForm, LearningPlanForm, TopicForm
 from ranking.models import LearningPlan
 from ranking.services import IndexNotReady, collection_search
@@ -48,6 +48,7 @@ def learning_page(request, slug):
         "project": project,
         "form": form,
         "plans": selectors.learning_overview(project=project),
+        "knee_rule": active.KNEE_RULE,
     }
     template = "ranking/_learning_plans.html" if request.htmx else "ranking/learning.html"
     return render(request, template, context)

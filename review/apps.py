@@ -6,9 +6,11 @@ class ReviewConfig(AppConfig):
     verbose_name = "Search and archivist review"
 
     def ready(self):
+        from annotate.audit import audit_recorder_set
         from ranking import classifier
         from review import (
             selectors,
+            services,
             tasks,  # noqa: F401 - registers the entry points services queue by name
         )
 
@@ -19,3 +21,6 @@ class ReviewConfig(AppConfig):
             selectors.decision_labels,
         )
         classifier.report_lines_add(selectors.pending_reviews)
+        # Edits, adjudications, imports and exports are logged with the searches; annotate
+        # does not import review.
+        audit_recorder_set(services.audit)

@@ -24,6 +24,7 @@ from ranking.classifier import stored_scores
 from ranking.highlight import query_stems
 from ranking.services import result_snippet
 from review import selectors, services
+from review.audit import audit_described
 from review.models import AuditEvent, Decision, Publication, SearchLog
 
 searcher_required = roles.role_required(roles.SEARCHER)
@@ -417,7 +418,7 @@ def audit_log(request):
         request,
         "review/audit.html",
         {
-            "events": events[:200],
+            "events": audit_described(events.select_related("document__collection")[:200]),
             "action": action,
             "actions": list(actions),
             "published": Collection.objects.filter(publication__isnull=False).order_by("name"),

@@ -104,3 +104,26 @@ def _count(stored) -> int:
         # The test database is SQLite in memory, where a read that meets the server's write
         # fails at once ("table is locked") instead of waiting: ask again.
         return -1
+
+
+@pytest.fixture
+def audit_log_emptied(transactional_db):
+    """Let a live-server test on SQLite write audit rows (edits, adjudications, exports);
+    every such test gets it (``tests/conftest.py``).
+
+    The append-only trigger refuses the DELETE with which such a test empties an SQLite
+    database afterwards (PostgreSQL empties with TRUNCATE). Torn down before that flush: lift
+    the delete trigger, remove this test's rows, and put the trigger back as it was.
+    """
+    yield
+    from importlib import import_module
+
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        return
+    create = import_module("review.migrations.0001_initial").APPEND_ONLY["sqlite"][1]
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER IF EXISTS review_auditevent_no_delete")
+        cursor.execute("DELETE FROM review_auditevent")
+        cursor.execute(create)

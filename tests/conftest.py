@@ -5,7 +5,10 @@ import pytest
 
 from annotate import roles, services
 from annotate.models import Collection
-from tests.browserkit import browser  # noqa: F401 (a fixture for the browser tests)
+from tests.browserkit import (  # noqa: F401 (fixtures for the browser tests)
+    audit_log_emptied,
+    browser,
+)
 from tests.learningkit import plan_setup  # noqa: F401 (worker tests' plan)
 from tests.reviewkit import published  # noqa: F401 (a fixture for the review tests)
 from tests.stormkit import storm_project  # noqa: F401 (T1's world)
@@ -37,6 +40,15 @@ def _isolated_dirs(settings, tmp_path):
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+
+
+@pytest.fixture(autouse=True)
+def _audit_log_emptied_for_live_servers(request):
+    """Every test that empties the database afterwards (a live server, a transactional
+    test) gets ``audit_log_emptied``: annotation now writes audit rows, which SQLite's
+    append-only trigger would not let the flush delete."""
+    if {"live_server", "transactional_db"} & set(request.fixturenames):
+        request.getfixturevalue("audit_log_emptied")
 
 
 @pytest.fixture

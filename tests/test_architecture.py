@@ -32,11 +32,12 @@ LAYERS = [
     (r"annotate\.roles", DATA),
     # writes and reads
     (
-        r"annotate\.(services|selectors|jobs|projects|judgments|labels|exports|charts|importers)",
+        r"annotate\.(services|selectors|jobs|projects|judgments|labels|exports|charts|importers"
+        r"|audit)",
         SERVICES,
     ),
     (r"ranking\.(services|selectors|pooling|learning|classifier)", SERVICES),
-    (r"review\.(services|selectors|visibility)", SERVICES),
+    (r"review\.(services|selectors|visibility|audit)", SERVICES),
     # what a request, a worker or a command enters through
     (
         r"(annotate|ranking|review)\.(views|api|judging_api|lead_api|judging|lead|forms|admin|apps"

@@ -86,7 +86,7 @@ def test_training_round_agreement_adjudication_and_export(browser, live_server, 
     # fails at once instead of waiting: let the page's pictures finish loading first.
     page.wait_for_load_state("networkidle")
     with page.expect_download() as download:
-        page.click("text=Download the exports")
+        page.click("text=Download every export")
     archive = zipfile.ZipFile(io.BytesIO(Path(download.value.path()).read_bytes()))
     qrels = archive.read(f"{project.slug}/qrels.txt").decode()
     task_id = int(card.get_attribute("data-task-id"))
