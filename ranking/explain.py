@@ -129,3 +129,16 @@ def contribution_phrase(name: str, contribution: float, weight: float) -> str:
     if weight == 0:
         return feature_phrase(name)
     return feature_phrase(name, above=(contribution > 0) == (weight > 0))
+
+
+def weights_in_words(pairs) -> list[tuple[str, float]]:
+    """Return a model report's ``(feature name, weight)`` pairs with each name in words (a
+    higher value pushes P by the weight's sign). A name of a family this version does not
+    know (a report stored by an older featurizer) is kept as it was, marked as such."""
+    out = []
+    for name, weight in pairs or ():
+        try:
+            out.append((feature_phrase(name), weight))
+        except ValueError:
+            out.append((f"{name} (no words for this older feature)", weight))
+    return out

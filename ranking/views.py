@@ -186,7 +186,17 @@ def classifiers(request, slug):
             messages.error(request, str(exc))
             return redirect("classifiers", slug=slug)
         return redirect("job-detail", pk=job.pk)
-    models = SensitivityModel.objects.filter(collection=collection).select_related("persona")
+    from ranking.explain import weights_in_words
+
+    models = list(
+        SensitivityModel.objects.filter(collection=collection)
+        .select_related("persona")
+        .order_by("persona__name", "-version")
+    )
+    for m in models:
+        report = m.report or {}
+        m.towards_sensitive = weights_in_words(report.get("top_sensitive"))
+        m.towards_not_sensitive = weights_in_words(report.get("top_not_sensitive"))
     jobs = Job.objects.filter(collection=collection, kind=Job.Kind.SENSITIVITY)[:10]
     return render(
         request,
@@ -194,7 +204,7 @@ def classifiers(request, slug):
         {
             "collection": collection,
             "form": form,
-            "models": models.order_by("persona__name", "-version"),
+            "models": models,
             "jobs": jobs,
         },
     )

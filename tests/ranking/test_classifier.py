@@ -2,6 +2,7 @@
 lead's page and its worker job, refusals."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,10 @@ def test_the_lead_trains_from_the_page_and_reads_the_report(
     assert job.status == Job.Status.SUCCEEDED and "Version 1: cross-validated F1" in job.message
     page = lead.get(url)
     assert b"Linux user" in page.content and b"Most influential features" in page.content
+    # the features in words, never the featurizer's ids
+    text = page.content.decode()
+    assert "the word “linux”" in text
+    assert not re.search(r"\b(body|subject|meta|graph):\w", text)
     r = lead.post(url, {"persona": persona.pk, "source": "categories", "objective": "f1"})
     assert b"Give the category codes" in r.content
     for role in ("annotator", "searcher", "archivist"):
