@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from annotate import judgments, roles, selectors
 from annotate.models import Answer, Judgment
+from config.api import Pagination
 from config.params import id_param, id_params
 
 ANNOTATE = (roles.ANNOTATOR,)
@@ -202,6 +203,9 @@ class JudgmentListApi(APIView):
         responses={200: JudgmentOutputSerializer(many=True)},
     )
     def get(self, request):
+        """A page of them (``limit``/``offset``, at most ``SASC_API_MAX_PAGE_SIZE``), with the
+        total ``count`` and the ``next`` page's link: a list cut at a fixed length said
+        nothing about the rest."""
         project = get_object_or_404(
             selectors.projects_for_user(request.user), slug=request.query_params.get("project")
         )
@@ -209,7 +213,9 @@ class JudgmentListApi(APIView):
         qs = selectors.judgments_for_user(
             user=request.user, project=project, topic_id=id_param(topic)
         )
-        return Response(JudgmentOutputSerializer(qs[:1000], many=True).data)
+        paginator = Pagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(JudgmentOutputSerializer(page, many=True).data)
 
 
 class JudgmentEditApi(APIView):

@@ -132,9 +132,19 @@ def test_anonymous_callers_get_nothing(client, world, op):
 
 def test_lists_and_pages_show_only_own_work(client, world):
     client.force_login(world["b"])
-    assert client.get(reverse("api-judgment-list"), {"project": world["project"].slug}).json() == []
+    assert (
+        client.get(reverse("api-judgment-list"), {"project": world["project"].slug}).json()[
+            "results"
+        ]
+        == []
+    )
     page = client.get(reverse("judging-history", args=[world["project"].slug])).content.decode()
     assert "No judgments yet." in page
     client.force_login(world["a"])
     mine = client.get(reverse("api-judgment-list"), {"project": world["project"].slug}).json()
-    assert [j["id"] for j in mine] == [world["j1"].pk]
+    assert [j["id"] for j in mine["results"]] == [world["j1"].pk] and mine["count"] == 1
+    # pages: at most the limit asked for, and a limit over the maximum is refused by name
+    one = client.get(reverse("api-judgment-list"), {"project": world["project"].slug, "limit": 1})
+    assert len(one.json()["results"]) == 1
+    r = client.get(reverse("api-judgment-list"), {"project": world["project"].slug, "limit": 10**6})
+    assert r.status_code == 400 and "limit" in r.json()["fields"]
