@@ -8,12 +8,12 @@ Object-level checks on every operation: a task or judgment that is not the calle
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotate import judgments, roles, selectors
 from annotate.models import Answer, Judgment
-from config.api import Pagination
 from config.params import id_param, id_params
 
 ANNOTATE = (roles.ANNOTATOR,)
@@ -190,32 +190,31 @@ class TaskSkipApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class JudgmentListApi(APIView):
-    """List the caller's own judgments of a project."""
+class JudgmentListApi(ListAPIView):
+    """List the caller's own judgments of a project, a page at a time (``limit``/``offset``,
+    at most ``SASC_API_MAX_PAGE_SIZE``, with the total ``count`` and the ``next`` page's link;
+    the default paginator, ``config.api.Pagination``)."""
 
     required_roles = ANNOTATE
+    serializer_class = JudgmentOutputSerializer
 
     @extend_schema(
         parameters=[
             OpenApiParameter("project", str, required=True),
             OpenApiParameter("topic", int),
         ],
-        responses={200: JudgmentOutputSerializer(many=True)},
     )
-    def get(self, request):
-        """A page of them (``limit``/``offset``, at most ``SASC_API_MAX_PAGE_SIZE``), with the
-        total ``count`` and the ``next`` page's link: a list cut at a fixed length said
-        nothing about the rest."""
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        params = self.request.query_params
         project = get_object_or_404(
-            selectors.projects_for_user(request.user), slug=request.query_params.get("project")
+            selectors.projects_for_user(self.request.user), slug=params.get("project")
         )
-        topic = request.query_params.get("topic", "")
-        qs = selectors.judgments_for_user(
-            user=request.user, project=project, topic_id=id_param(topic)
+        return selectors.judgments_for_user(
+            user=self.request.user, project=project, topic_id=id_param(params.get("topic", ""))
         )
-        paginator = Pagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(JudgmentOutputSerializer(page, many=True).data)
 
 
 class JudgmentEditApi(APIView):
