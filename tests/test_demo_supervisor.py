@@ -52,7 +52,7 @@ DRIVER = textwrap.dedent(
         try:
             for i, mode in enumerate(modes):
                 sup.start(f"p{i}", [sys.executable, "-c", child, mode])
-            print(json.dumps([c.proc.pid for c in sup.children]), flush=True)
+            print("PIDS", json.dumps([c.proc.pid for c in sup.children]), flush=True)
             sup.watch(interval=0.1)
         except Stop as stop:
             print("stopping on", stop, flush=True)
@@ -91,7 +91,11 @@ def _start_driver(tmp_path, modes):
         # Its own group, as `make demo` has in a terminal, so the test can signal the group.
         start_new_session=True,
     )
-    json.loads(driver.stdout.readline())
+    # The supervisor relays the children's errors to the same stdout, and a child may log
+    # before the driver prints its pids: read up to the marked line.
+    while not (line := driver.stdout.readline()).startswith("PIDS "):
+        assert line, "the driver stopped before starting its children"
+    json.loads(line.removeprefix("PIDS "))
     logs = [tmp_path / "log" / f"p{i}.log" for i in range(len(modes))]
     deadline = time.monotonic() + 30  # a loaded machine starts Python slowly
     # Wait until every child has forked its grandchild and logged its lines.
