@@ -36,8 +36,20 @@ class Annotator(HttpUser):
         )
         self.queue = []
         if MODE == "judge":
-            judge = self.client.get(f"/annotate/{PROJECT}/judge/", name="judge page")
-            self.queue = TASK.findall(judge.text)
+            # What the judging page does: GET it (it claims nothing), then its script claims
+            # the current task and one to preload, by POST.
+            self.client.get(f"/annotate/{PROJECT}/judge/", name="judge page")
+            for _ in range(2):
+                r = self.client.post(
+                    f"/annotate/{PROJECT}/judge/next/",
+                    data={"held": [t for t, _ in self.queue]},
+                    name="claim a task",
+                    headers={
+                        "X-Requested-With": "fetch",
+                        "X-CSRFToken": self.client.cookies.get("csrftoken", ""),
+                    },
+                )
+                self.queue.extend(TASK.findall(r.text))
         # Warm-up: 40 logins hash 40 passwords (PBKDF2, by design slow). Measured work starts
         # together, once every annotator is in, at SASC_START_AT.
         time.sleep(max(0.0, START_AT - time.time()))
