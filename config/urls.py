@@ -1,14 +1,17 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import IsAuthenticated
 
 from annotate import api, judging, judging_api, lead, lead_api, views
 from config.health import health
 from config.login import LoginView
+from config.params import IdConverter
 from ranking import views as ranking_views
 from review import views as review_views
+
+register_converter(IdConverter, "id")
 
 urlpatterns = [
     path("", review_views.home, name="home"),
@@ -19,32 +22,32 @@ urlpatterns = [
     path("collections/<slug:slug>/", views.collection_detail, name="collection-detail"),
     path("collections/<slug:slug>/search/", views.search, name="search"),
     path(
-        "collections/<slug:slug>/documents/<int:pk>/",
+        "collections/<slug:slug>/documents/<id:pk>/",
         views.document_detail,
         name="document-detail",
     ),
     path("collections/<slug:slug>/index/", views.index_rebuild, name="index-rebuild"),
     path("import/", views.import_page, name="import"),
-    path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
+    path("jobs/<id:pk>/", views.job_detail, name="job-detail"),
     # Judging
     path("annotate/", judging.project_list, name="annotate-projects"),
     path("annotate/new/", judging.project_new, name="project-new"),
     path("annotate/<slug:slug>/rounds/", judging.round_new, name="round-new"),
     path("annotate/<slug:slug>/judge/", judging.judge, name="judge"),
     path("annotate/<slug:slug>/judge/next/", judging.next_task, name="judge-next"),
-    path("annotate/<slug:slug>/judge/<int:task_id>/", judging.submit, name="judge-submit"),
-    path("annotate/<slug:slug>/judge/<int:task_id>/skip/", judging.skip, name="judge-skip"),
-    path("annotate/<slug:slug>/judge/<int:task_id>/resume/", judging.resume, name="judge-resume"),
+    path("annotate/<slug:slug>/judge/<id:task_id>/", judging.submit, name="judge-submit"),
+    path("annotate/<slug:slug>/judge/<id:task_id>/skip/", judging.skip, name="judge-skip"),
+    path("annotate/<slug:slug>/judge/<id:task_id>/resume/", judging.resume, name="judge-resume"),
     path("annotate/<slug:slug>/history/", judging.history, name="judging-history"),
     path(
-        "annotate/<slug:slug>/judgments/<int:judgment_id>/",
+        "annotate/<slug:slug>/judgments/<id:judgment_id>/",
         judging.edit,
         name="judgment-edit",
     ),
     path("annotate/<slug:slug>/dashboard/", judging.dashboard, name="judging-dashboard"),
     path("annotate/<slug:slug>/agreement/", lead.agreement_page, name="agreement"),
     path(
-        "annotate/<slug:slug>/agreement/<int:task_id>/adjudicate/",
+        "annotate/<slug:slug>/agreement/<id:task_id>/adjudicate/",
         lead.adjudicate,
         name="adjudicate",
     ),
@@ -53,12 +56,12 @@ urlpatterns = [
     path("annotate/<slug:slug>/pool/", lead.pool_start, name="project-pool"),
     path("annotate/<slug:slug>/learning/", ranking_views.learning_page, name="learning"),
     path(
-        "annotate/<slug:slug>/learning/<int:plan_id>/pause/",
+        "annotate/<slug:slug>/learning/<id:plan_id>/pause/",
         ranking_views.learning_pause,
         name="learning-pause",
     ),
     path(
-        "annotate/<slug:slug>/learning/<int:plan_id>/retrain/",
+        "annotate/<slug:slug>/learning/<id:plan_id>/retrain/",
         ranking_views.learning_retrain,
         name="learning-retrain",
     ),
@@ -69,7 +72,7 @@ urlpatterns = [
         name="topic-seeds",
     ),
     path(
-        "collections/<slug:slug>/topics/<str:number>/seeds/<int:document_id>/",
+        "collections/<slug:slug>/topics/<str:number>/seeds/<id:document_id>/",
         ranking_views.topic_seed_mark,
         name="topic-seed-mark",
     ),
@@ -87,7 +90,7 @@ urlpatterns = [
         name="api-document-list",
     ),
     path("api/collections/<slug:slug>/topics/", api.TopicListApi.as_view(), name="api-topic-list"),
-    path("api/documents/<int:pk>/", api.DocumentDetailApi.as_view(), name="api-document-detail"),
+    path("api/documents/<id:pk>/", api.DocumentDetailApi.as_view(), name="api-document-detail"),
     path("api/personas/", api.PersonaListApi.as_view(), name="api-persona-list"),
     path(
         "api/projects/<slug:slug>/tasks/next/",
@@ -95,14 +98,14 @@ urlpatterns = [
         name="api-task-next",
     ),
     path(
-        "api/tasks/<int:task_id>/judgment/",
+        "api/tasks/<id:task_id>/judgment/",
         judging_api.JudgmentSubmitApi.as_view(),
         name="api-judgment-submit",
     ),
-    path("api/tasks/<int:task_id>/skip/", judging_api.TaskSkipApi.as_view(), name="api-task-skip"),
+    path("api/tasks/<id:task_id>/skip/", judging_api.TaskSkipApi.as_view(), name="api-task-skip"),
     path("api/judgments/", judging_api.JudgmentListApi.as_view(), name="api-judgment-list"),
     path(
-        "api/judgments/<int:judgment_id>/",
+        "api/judgments/<id:judgment_id>/",
         judging_api.JudgmentEditApi.as_view(),
         name="api-judgment-edit",
     ),
@@ -145,28 +148,28 @@ urlpatterns = [
     path("search/", review_views.search_list, name="searcher-home"),
     path("search/<slug:slug>/", review_views.search, name="searcher-search"),
     path(
-        "search/<slug:slug>/results/<int:search_id>/",
+        "search/<slug:slug>/results/<id:search_id>/",
         review_views.results,
         name="searcher-results",
     ),
     path(
-        "search/<slug:slug>/released/<int:search_id>/",
+        "search/<slug:slug>/released/<id:search_id>/",
         review_views.released,
         name="searcher-released",
     ),
-    path("search/<slug:slug>/documents/<int:pk>/", review_views.document, name="searcher-document"),
+    path("search/<slug:slug>/documents/<id:pk>/", review_views.document, name="searcher-document"),
     path("review/", review_views.queue, name="review-queue"),
     path("review/audit/", review_views.audit_log, name="audit-log"),
     path("review/loop/<slug:slug>/", review_views.loop_report, name="review-loop"),
     path("review/decisions/", review_views.decisions, name="review-decisions"),
     path(
-        "review/<int:persona_id>/<int:document_id>/reopen/",
+        "review/<id:persona_id>/<id:document_id>/reopen/",
         review_views.reopen,
         name="review-reopen",
     ),
-    path("review/<int:persona_id>/<int:document_id>/", review_views.item, name="review-item"),
+    path("review/<id:persona_id>/<id:document_id>/", review_views.item, name="review-item"),
     path(
-        "review/<int:persona_id>/<int:document_id>/decide/",
+        "review/<id:persona_id>/<id:document_id>/decide/",
         review_views.decide,
         name="review-decide",
     ),

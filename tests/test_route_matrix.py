@@ -363,3 +363,36 @@ def test_report_numbers_that_are_not_finite_fall_back_to_the_default(rf):
     for raw, expected in (("nan", 0.1), ("inf", 0.1), ("-inf", 0.1), ("500", 100.0), ("2.5", 2.5)):
         request = rf.get("/", {"effort": raw})
         assert _number(request, "effort", 0.1, float, 0.0, 100.0) == expected, raw
+
+
+@pytest.mark.parametrize("huge", ["99999999999999999999", "2147483648", "9223372036854775808"])
+def test_an_id_in_a_path_no_row_can_have_is_a_404_for_every_role(client, world, huge):
+    """Ids in paths go through ``config.params.IdConverter``: one no integer column can hold
+    matches no route (``<int:...>`` let it reach the views, and the searcher's document page
+    and the skip and resume actions answered 500)."""
+    import re
+
+    values, who = world
+    api = _api_methods()
+    checked, errors = 0, []
+    for role, name, pattern, kwargs in _as_each_role(client, who):
+        if "<id:" not in pattern:
+            continue
+        # the route's real URL, then each id segment replaced by the huge number
+        real = _url(name, pattern, kwargs, values["a"]).split("?")[0].strip("/").split("/")
+        parts = pattern.strip("/").split("/")
+        path = (
+            "/"
+            + "/".join(
+                huge if part.startswith("<id:") else seg
+                for part, seg in zip(parts, real, strict=True)
+            )
+            + "/"
+        )
+        assert re.search(rf"/{huge}/", path), path
+        for method in [*_methods(name, api), "OPTIONS"]:
+            response = getattr(client, method.lower())(path, HTTP_IDEMPOTENCY_KEY=f"huge-{huge}")
+            checked += 1
+            if response.status_code != 404:
+                errors.append(f"{method} {path} as {role}: {response.status_code}")
+    assert checked > 100 and errors == []
