@@ -252,8 +252,10 @@ def decisions_in_force(*, kind: str = "", limit: int = 200) -> list[Decision]:
 def exposing_queries(*, document, persona, limit: int = 10) -> list[str]:
     """Logged queries whose review requests or results put this document in front of a
     searcher (the query log side of reverse search, DOMAIN.md section 10)."""
+    # Each query once (a model's default ordering would make DISTINCT keep repeats).
     queries = list(
         ReviewRequest.objects.filter(document=document, persona=persona)
+        .order_by("search__query")
         .values_list("search__query", flat=True)
         .distinct()[:limit]
     )

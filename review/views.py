@@ -272,8 +272,14 @@ def decide(request, persona_id, document_id):
     except services.DecisionError as exc:
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
-    messages.success(request, f"Decided: {request.POST.get('kind', '').replace('_', ' ')}.")
+    done = {
+        "release": "Released",
+        "withhold": "Withheld",
+        "not_relevant": "Marked not relevant:",
+    }.get(request.POST["kind"], "Decided on")
+    what = f"{done} “{doc.subject or '(no subject)'}” ({doc.docid}) for {persona.name}."
     nxt = selectors.review_queue(order=_queue_order(request), limit=1)
+    messages.success(request, what + (" Below: the next document in the queue." if nxt else ""))
     if nxt:
         return redirect(
             "review-item", persona_id=nxt[0]["persona_id"], document_id=nxt[0]["document_id"]
