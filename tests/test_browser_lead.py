@@ -68,6 +68,7 @@ def test_the_lead_pages_fit_the_screen_and_say_what_they_show(browser, live_serv
         "import": reverse("import"),
         "collection": reverse("collection-detail", args=[project.collection.slug]),
         "audit": reverse("audit-log"),
+        "decisions": reverse("review-decisions"),
     }
     for name, path in paths.items():
         page.goto(url + path)
@@ -106,7 +107,7 @@ def test_the_lead_pages_fit_the_screen_and_say_what_they_show(browser, live_serv
     phone = browser.new_context(viewport={"width": 390, "height": 800}).new_page()
     watch(phone, url, events)
     login(phone, url, "lea", "pw-browser")
-    for name in ("dashboard", "learning", "agreement", "new project", "audit"):
+    for name in paths:
         phone.goto(url + paths[name])
         phone.wait_for_load_state("networkidle")
         if SHOTS:
