@@ -289,3 +289,18 @@ def test_the_sqlite_quickstart_writes_beside_readers_and_takes_the_write_lock_at
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1].split() == ["wal", "30000", "IMMEDIATE"]
+
+
+def test_error_pages_lead_back_and_say_nothing_of_what_is_there(client, django_user_model):
+    """404 and 403 in the app's frame with a way back; the 500 page renders with no context
+    (Django gives it none); none of them repeats the exception's text."""
+    from django.template.loader import render_to_string
+
+    user = django_user_model.objects.create_user("someone", password="pw")
+    client.force_login(user)
+    r = client.get("/jobs/2147483647/")
+    body = r.content.decode()
+    assert r.status_code == 404 and "Back to the start page" in body and 'class="top"' in body
+    assert "matches the given query" not in body and "No Job" not in body
+    page = render_to_string("500.html")
+    assert "Something went wrong" in page and 'href="/"' in page

@@ -70,3 +70,24 @@ def test_an_import_cut_short_is_resumed_on_the_next_start(settings, tmp_path, mo
     assert "Loading the small sample" in command.stderr.getvalue()
     assert collection.documents.count() == 40  # the 39 messages and the one stored before
     assert (tmp_path / ".demo-corpus-loaded").read_text().strip() == str(collection.pk)
+
+
+def test_the_demo_keeps_its_port_after_a_restart_and_moves_only_off_a_live_server():
+    """A port holding only the last run's closed connections (TIME_WAIT) is free; one a
+    server listens on is not."""
+    import socket
+
+    from config.management.commands.demo import _free_port
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    assert _free_port(port) != port  # a live server keeps it
+    client = socket.create_connection(("127.0.0.1", port))
+    conn, _ = server.accept()
+    conn.close()  # the server's side closes first: its end waits in TIME_WAIT
+    client.close()
+    server.close()
+    assert _free_port(port) == port

@@ -38,14 +38,18 @@ PASSWORD = "sasc-demo"  # noqa: S105 (the printed demo credential, local only)
 
 
 def _free_port(preferred: int) -> int:
+    """The first port from ``preferred`` on that a server could listen on. SO_REUSEADDR as
+    gunicorn sets it, so a port holding only the last run's closed connections (TIME_WAIT)
+    counts as free: without it a restart moved to the next port for a minute."""
     for port in range(preferred, preferred + 50):
         with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return port
-    raise RuntimeError("no free port found")
+    raise RuntimeError(f"no free port from {preferred} to {preferred + 49} (set SASC_PORT)")
 
 
 class Command(BaseCommand):
@@ -310,7 +314,9 @@ class Command(BaseCommand):
             self.say(f"  {report.summary()}")
 
     def serve(self, port):
-        port = _free_port(port)
+        wanted, port = port, _free_port(port)
+        if port != wanted:
+            self.say(f"Port {wanted} is in use (another server?): using {port} instead.")
         url = f"http://127.0.0.1:{port}/"
         log_dir = Path(settings.VAR_DIR) / "log"
         self.say(f"Starting the web server and the worker (full logs in {log_dir}/) ...")
