@@ -87,7 +87,7 @@ class ImportReport:
             parts.append(f"{self.duplicates} duplicates stored once")
         if self.partly_decoded:
             parts.append(f"{len(self.partly_decoded)} not fully decoded")
-        parts.append(f"{len(self.errors)} errors")
+        parts.append(f"{len(self.errors)} error{'' if len(self.errors) == 1 else 's'}")
         if self.skipped:
             parts.append(f"{len(self.skipped)} skipped")
         return ", ".join(parts)

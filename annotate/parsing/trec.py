@@ -194,6 +194,7 @@ def iter_trec_topics(data: bytes, label: str) -> Iterator[TopicRecord | Issue]:
             continue
         body = block.group(1)
         fields: dict[str, str] = {}
+        num_at = block.start()  # where the <num> tag is, for an error about the number
         tags = list(_TREC_TAG.finditer(body))
         for i, tag in enumerate(tags):
             if tag.group(1):  # a closing tag
@@ -201,6 +202,8 @@ def iter_trec_topics(data: bytes, label: str) -> Iterator[TopicRecord | Issue]:
             name = tag.group(2).lower()
             end = tags[i + 1].start() if i + 1 < len(tags) else len(body)
             value = body[tag.end() : end]
+            if name == "num":
+                num_at = block.start(1) + tag.start()
             if name in _PREFIXES:
                 value = re.sub(r"^\s*" + _PREFIXES[name], "", value, count=1, flags=re.I)
             fields[name] = " ".join(clean_text(value).split())
@@ -209,7 +212,7 @@ def iter_trec_topics(data: bytes, label: str) -> Iterator[TopicRecord | Issue]:
             yield Issue(label, where, "topic has no <num>")
             continue
         if (problem := id_problem(number, "topic number", MAX_TOPIC_NUMBER_LENGTH)) is not None:
-            yield Issue(label, where, problem)
+            yield Issue(label, f"line {line_of(num_at)}", problem)
             continue
         if not fields.get("title"):
             yield Issue(label, where, f"topic {number} has no <title>")

@@ -157,7 +157,7 @@ def test_qrels_and_topic_ids_that_are_not_one_field_are_refused_by_line(collecti
     path.write_text("<top>\n<num> Number: 401 extra\n<title> t\n</top>\n")
     report = importers.topics_import(collection=collection, path=path)
     assert [str(i) for i in report.errors] == [
-        "t.txt:line 1: topic number '401 extra' holds whitespace (' ') at position 4"
+        "t.txt:line 2: topic number '401 extra' holds whitespace (' ') at position 4"
     ]
     path.write_text(".I 1\n.W\nq\n.I " + "9" * 33 + "\n.W\nq\n")
     report = importers.topics_import(collection=collection, path=path, fmt="smart")
