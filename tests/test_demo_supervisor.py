@@ -204,5 +204,10 @@ def test_line_filter_reads_celery_gunicorn_and_python_records():
         "2026-11-23 13:35:55,858 CRITICAL django.request: down": True,
         "WARNING: sun.misc.Unsafe::invokeCleaner will be removed": False,  # known JVM notice
         "SEVERE: something in Java failed": True,
+        # gunicorn's worker ending on the demo's own SIGTERM, and one that crashed
+        "[2026-11-23 15:34:38 +0000] [28893] [ERROR] Worker (pid:28897) exited with code 143.": (
+            False
+        ),
+        "[2026-11-23 15:34:38 +0000] [28893] [ERROR] Worker (pid:28897) exited with code 1": True,
     }
     assert {line: keep(line) for line in lines} == lines

@@ -44,7 +44,9 @@ NOISE = re.compile(
     r"You are running with Java 22 or later|sun\.misc\.Unsafe|"
     r"MappedByteBufferIndexInputProvider|MMapDirectory lookupProvider|"
     # kombu on the quickstart's folder broker, whose URL has no host by design
-    r"No hostname was supplied"
+    r"No hostname was supplied|"
+    # gunicorn's worker ending on the SIGTERM that stops the demo (143 = 128 + SIGTERM)
+    r"Worker \(pid:\d+\) exited with code 143"
 )
 
 

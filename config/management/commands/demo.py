@@ -342,6 +342,8 @@ class Command(BaseCommand):
                 raise SystemExit(1)
             except (Stop, KeyboardInterrupt) as stop:
                 self.say(f"\nStopping ({stop or 'Ctrl-C'}) ...")
+        # the supervisor's exit stopped every process group it started
+        self.say("Stopped: the web server, the worker and their processes.")
 
     def wait_until_up(self, supervisor, url):
         deadline = time.monotonic() + 120
