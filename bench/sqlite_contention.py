@@ -38,6 +38,8 @@ from pathlib import Path
 
 import requests
 
+from config.celery import worker_command
+
 ROOT = Path(__file__).resolve().parents[1]
 CACM = Path(os.environ.get("SASC_CACM", "/work/shared/data/cacm"))
 BIN = Path(sys.executable).parent
@@ -314,8 +316,7 @@ def main() -> int:
         )
         procs.append(
             subprocess.Popen(
-                [str(BIN / "celery"), "-A", "config", "worker", "-Q", "default,ranking"]
-                + ["--concurrency", "1", "--loglevel", "INFO"],
+                worker_command(BIN),
                 cwd=ROOT,
                 env=env,
                 stdout=kl,

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from config.celery import worker_command
+
 ROOT = Path(__file__).parents[1]
 
 
@@ -29,18 +31,7 @@ class Worker:
     def start(self) -> "Worker":
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen(
-                [
-                    str(Path(sys.executable).parent / "celery"),
-                    "-A",
-                    "config",
-                    "worker",
-                    "-Q",
-                    "default,ranking",
-                    "--concurrency",
-                    "1",
-                    "--loglevel",
-                    "INFO",
-                ],
+                worker_command(Path(sys.executable).parent),
                 cwd=ROOT,
                 env=self.env,
                 stdout=log,

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from annotate import projects, roles, services
 from annotate.models import AnnotationProject, Collection, Persona, Round
+from config.celery import worker_command
 from config.demo import corpus, statics
 from config.demo.supervisor import Stop, Supervisor
 from config.env import env_int
@@ -389,20 +390,8 @@ def demo_processes(port: int) -> list[tuple[str, list[str]]]:
     ]
     # INFO goes to var/log/worker.log (each task received and finished); the supervisor
     # copies WARNING and above, tracebacks included, to the console.
-    worker = [
-        str(bin_dir / "celery"),
+    worker = worker_command(
+        bin_dir,
         "--quiet",  # no banner
-        "-A",
-        "config",
-        "worker",
-        "-Q",
-        "default,ranking",
-        "--concurrency",
-        "1",
-        "--loglevel",
-        "INFO",
-        "--without-heartbeat",
-        "--without-gossip",
-        "--without-mingle",
-    ]
+    ) + ["--without-heartbeat", "--without-gossip", "--without-mingle"]
     return [("web", web), ("worker", worker)]
