@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, F, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Abs
+from django.utils import timezone
 
 from review.models import Decision, ReviewRequest, SearchLog
 
@@ -45,7 +46,6 @@ def decisions_in_force_kinds(
 def decision_labels(*, collection, persona) -> dict[int, int]:
     """The classifier's ``decisions`` labels: the annotations and imported labels, overridden
     by the decisions in force (withhold: sensitive; release: not; not relevant: no label)."""
-    from django.utils import timezone
 
     from ranking.classifier import sensitivity_labels
 
@@ -157,6 +157,11 @@ class QueueItem:
     sender: str
     participants: list[str]
 
+    @property
+    def waited_seconds(self) -> float:
+        """How long the first search has waited (the queue says "under a minute" below 60)."""
+        return (timezone.now() - self.first).total_seconds()
+
 
 def _participants(document) -> list[str]:
     addresses = document.addresses or {}
@@ -225,7 +230,6 @@ def decisions_in_force(*, kind: str = "", limit: int = 200) -> list[Decision]:
     """The decisions in force (``decision_in_force``) over every persona and document, newest
     first: each (persona, document)'s latest decision by (decided_at, id), unless it is a
     reopening or a withholding whose last day has come."""
-    from django.utils import timezone
 
     latest = (
         Decision.objects.filter(
@@ -333,7 +337,6 @@ def loop_sessions(
     its own outcome). Sensitivity is what is known now: the persona's labels with the
     archivists' decisions in force (``ranking.classifier``, source ``decisions``); a
     document released for a search and known sensitive now is charged as shown."""
-    from django.utils import timezone
 
     from annotate.labels import final_labels
     from ranking import measures

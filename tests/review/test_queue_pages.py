@@ -83,11 +83,16 @@ def test_the_queue_groups_threads_and_shows_sender_date_snippet_and_why(
         "“salary 2002”",
         "“pay rise”",
         "2 searches waiting",
+        "for 30\xa0minutes;",  # the first of its searches asked 30 minutes ago
         "P(sensitive) 0.50 from classifier v1, inside the band 0.20–0.80",
     ):
         assert (text in section) is (text != "quoted"), text
     if a.date:
         assert a.date.strftime("%Y-%m-%d") in section
+    # a search that has just asked: "under a minute", not "0 minutes"
+    ReviewRequest.objects.filter(document=cc).update(requested_at=timezone.now())
+    html = login(users["archivist"]).get(reverse("review-queue")).content.decode()
+    assert "for under a minute;" in html and "for 0\xa0minutes" not in html
 
 
 def test_a_document_imported_after_the_training_is_not_called_classifier_less(
