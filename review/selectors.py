@@ -273,14 +273,20 @@ def exposing_queries(*, document, persona, limit: int = 10) -> list[str]:
     return queries
 
 
-def decisions_on(*, document, persona, threshold: float = 0.8) -> list[Decision]:
+def decisions_on(*, document, persona, threshold: float | None = None) -> list[Decision]:
     """Earlier decisions on this document, on its exact duplicates (same content hash) and on
-    its near-duplicates (TF-IDF cosine at least ``threshold``), newest first; each carries
-    ``similarity`` (1.0 for the document itself and exact duplicates)."""
+    its near-duplicates (word-shingle resemblance at least ``threshold``, by default
+    ``ranking.neardup.THRESHOLD``: the collection's MinHash/LSH index), newest first; each
+    carries ``similarity`` (1.0 for the document itself and exact duplicates)."""
+    from ranking import neardup
     from ranking.services import near_duplicates
 
     similar = dict(
-        near_duplicates(collection=document.collection, docid=document.docid, threshold=threshold)
+        near_duplicates(
+            collection=document.collection,
+            docid=document.docid,
+            threshold=neardup.THRESHOLD if threshold is None else threshold,
+        )
     )
     decisions = list(
         Decision.objects.filter(persona=persona, document__collection=document.collection)
