@@ -229,6 +229,17 @@ def near_duplicates(
     return index.neighbours_of(docid, threshold=threshold, limit=limit)
 
 
+def near_duplicate_groups(*, collection: Collection, docids: list[str]) -> list[list[str]]:
+    """Collapse a ranked list of docids into near-duplicate groups, each led by its best
+    ranked member, in rank order (``NearDuplicates.collapse``: it reads the signatures of
+    these documents only, so whatever else the collection holds, hidden documents included,
+    cannot change the groups). Without a near-duplicate index every docid is its own group."""
+    index = collection_near_duplicates(collection=collection)
+    if index is None:
+        return [[d] for d in docids]
+    return index.collapse(docids)
+
+
 class IndexNotReady(RuntimeError):
     def __init__(self, collection: Collection):
         super().__init__(f"collection {collection.slug!r} has no index yet; build it first")

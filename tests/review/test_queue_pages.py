@@ -75,7 +75,7 @@ def test_the_queue_groups_threads_and_shows_sender_date_snippet_and_why(
     assert first.snippet == f"The figures for {a.subject} are in."  # no quote, no intro line
 
     html = login(users["archivist"]).get(reverse("review-queue")).content.decode()
-    assert "4 documents waiting, in 3 threads." in html
+    assert "4 documents waiting, in 3 groups (threads and near-duplicates)." in html
     assert html.count('class="thread"') == 3 and "2 in the queue" in html
     section = html[html.index("Salary review") : html.index("Lunch")]
     for text in ("Ann &lt;ann@corp.example&gt;", "Bob &lt;bob@corp.example&gt;", "quoted") + (
