@@ -31,7 +31,7 @@ from annotate.models import (
 )
 from annotate.parsing import Issue
 from annotate.parsing.emails import ParsedEmail
-from annotate.parsing.sources import EmailItem, Limits, iter_emails
+from annotate.parsing.sources import EmailItem, Limits, iter_dir_files, iter_emails, iter_file
 from annotate.parsing.trec import (
     SmartRecord,
     TopicRecord,
@@ -281,17 +281,54 @@ def _consume(items: Iterable, report: ImportReport, progress: Progress | None, h
             progress(n)
 
 
+def _parse_file(args) -> list:
+    """Parse one file of a folder in a worker process (``collection_import_emails``)."""
+    full, rel, limits = args
+    return list(iter_file(Path(full), rel, limits))
+
+
+def _iter_parallel(path: Path, limits, workers: int) -> Iterator:
+    """``iter_emails`` of a folder with its files parsed by ``workers`` processes, in the
+    same order as one process reads them (so docids, reports and re-runs are the same)."""
+    import multiprocessing
+
+    listing = list(iter_dir_files(path))
+    jobs = [(str(full), rel, limits) for full, rel in (x for x in listing if not isinstance(x, Issue))]
+    for issue in (x for x in listing if isinstance(x, Issue)):
+        yield issue
+    # fork: the workers need nothing from Django, and start at once.
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        for items in pool.imap(_parse_file, jobs, chunksize=1):
+            yield from items
+
+
 def collection_import_emails(
-    *, collection: Collection, path: Path, label: str | None = None, progress: Progress = None
+    *,
+    collection: Collection,
+    path: Path,
+    label: str | None = None,
+    progress: Progress = None,
+    workers: int = 1,
 ) -> ImportReport:
-    """Import every message in a file or folder (RFC-822, mbox, JSONL, zip) into a collection."""
+    """Import every message in a file or folder (RFC-822, mbox, JSONL, zip) into a collection.
+
+    With ``workers`` > 1 and a folder, its files are parsed by that many processes while this
+    one stores what they return (parsing is most of an import's work: ``bench/scale.py``);
+    a file is one unit of work, so a folder of few big files uses few workers. A re-run in
+    parallel parses again what the stored docids would have let one process skip, then
+    stores nothing twice all the same."""
     report = ImportReport()
     writer = _DocumentWriter(collection, report)
 
     def handle(item: EmailItem):
         writer.add(item.docid, item.email, f"{item.source}{':' + item.where if item.where else ''}")
 
-    items = iter_emails(Path(path), limits=_limits(), label=label, known=writer.docids.__contains__)
+    path = Path(path)
+    if workers > 1 and path.is_dir() and not path.is_symlink():
+        limits = _limits()  # no ``known`` callable: it cannot cross to another process
+        items = _iter_parallel(path, limits, workers)
+    else:
+        items = iter_emails(path, limits=_limits(), label=label, known=writer.docids.__contains__)
     _consume(_documents_capped(items, report, label or Path(path).name), report, progress, handle)
     writer.finish()
     return report

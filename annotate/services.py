@@ -123,12 +123,14 @@ def import_run(
     label: str | None = None,
     persona: Persona | None = None,
     progress=None,
+    workers: int = 1,
 ) -> importers.ImportReport:
-    """Dispatch one import by format name (the formats of ``IMPORT_FORMATS``)."""
+    """Dispatch one import by format name (the formats of ``IMPORT_FORMATS``); ``workers``:
+    processes parsing a folder of mail files in parallel."""
     path = Path(path)
     if fmt == "emails":
         return importers.collection_import_emails(
-            collection=collection, path=path, label=label, progress=progress
+            collection=collection, path=path, label=label, progress=progress, workers=workers
         )
     if fmt == "smart":
         return importers.collection_import_smart(

@@ -106,6 +106,21 @@ def iter_emails(
 
 
 def _iter_dir(root: Path, limits: Limits) -> Iterator[EmailItem | Issue]:
+    for entry in iter_dir_files(root):
+        if isinstance(entry, Issue):
+            yield entry
+        else:
+            yield from _iter_file(entry[0], entry[1], limits)
+
+
+def iter_file(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
+    """Yield ``EmailItem`` or ``Issue`` for the messages of one file (``iter_emails``)."""
+    yield from _iter_file(path, label, limits)
+
+
+def iter_dir_files(root: Path) -> Iterator[tuple[Path, str] | Issue]:
+    """The files of a folder an import reads, as ``(path, label)``, in reading order, and an
+    ``Issue`` for each one it skips (links, dot files aside, suffixes that are not mail)."""
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
@@ -120,7 +135,7 @@ def _iter_dir(root: Path, limits: Limits) -> Iterator[EmailItem | Issue]:
             if full.suffix.lower() in IGNORED_SUFFIXES:
                 yield Issue(rel, "", f"{full.suffix} files are not messages", "skipped")
                 continue
-            yield from _iter_file(full, rel, limits)
+            yield full, rel
 
 
 def _iter_file(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
