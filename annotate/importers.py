@@ -293,13 +293,15 @@ def _iter_parallel(path: Path, limits, workers: int) -> Iterator:
     import multiprocessing
 
     listing = list(iter_dir_files(path))
-    jobs = [(str(full), rel, limits) for full, rel in (x for x in listing if not isinstance(x, Issue))]
-    for issue in (x for x in listing if isinstance(x, Issue)):
-        yield issue
+    jobs = [(str(e[0]), e[1], limits) for e in listing if not isinstance(e, Issue)]
     # fork: the workers need nothing from Django, and start at once.
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        for items in pool.imap(_parse_file, jobs, chunksize=1):
-            yield from items
+        parsed = pool.imap(_parse_file, jobs, chunksize=1)  # in the order of ``jobs``
+        for entry in listing:
+            if isinstance(entry, Issue):
+                yield entry
+            else:
+                yield from next(parsed)
 
 
 def collection_import_emails(
