@@ -16,31 +16,132 @@ What makes them realistic enough to measure with:
   about 6% of conversations, written to ``sensitivity.csv`` as the truth for the donor.
 
 Writes mbox files of at most ``--per-file`` messages (an archive's folders), ``topics.txt``
-(TREC), ``qrels.txt`` and ``sensitivity.txt`` (every message's truth, 0 or 1; docids as the importer names them:
-``<folder>/<file>#<n>``). Deterministic for a seed.
+(TREC), ``qrels.txt`` and ``sensitivity.txt`` (every message's truth, 0 or 1;
+docids as the importer names them: ``<folder>/<file>#<n>``). Deterministic for a seed.
 
     python bench/mailgen.py --messages 20000 --out /tmp/mail20k
 """
 
 import argparse
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
 
-FIRST = (
-    "ann bob cat dan eve fay gus hal ida jon kim lee max ned ola pat quinn rosa sam tia "
-    "uma vic wes xia yan zoe abe bea cal dee eli flo gil hap ivy jay kay liv mo nia"
-).split()
-LAST = (
-    "smith jones brown lee patel garcia muller rossi kim nguyen silva khan cohen novak "
-    "ivanov dubois okafor tanaka larsen walsh"
-).split()
-COMMON = (
-    "the a to of and in for on with at by from is are was be this that it we you our "
-    "your please thanks regards week today tomorrow meeting call update note plan team "
-    "send draft review attached following next time before after soon still also just"
-).split()
+FIRST = [
+    "ann",
+    "bob",
+    "cat",
+    "dan",
+    "eve",
+    "fay",
+    "gus",
+    "hal",
+    "ida",
+    "jon",
+    "kim",
+    "lee",
+    "max",
+    "ned",
+    "ola",
+    "pat",
+    "quinn",
+    "rosa",
+    "sam",
+    "tia",
+    "uma",
+    "vic",
+    "wes",
+    "xia",
+    "yan",
+    "zoe",
+    "abe",
+    "bea",
+    "cal",
+    "dee",
+    "eli",
+    "flo",
+    "gil",
+    "hap",
+    "ivy",
+    "jay",
+    "kay",
+    "liv",
+    "mo",
+    "nia",
+]
+LAST = [
+    "smith",
+    "jones",
+    "brown",
+    "lee",
+    "patel",
+    "garcia",
+    "muller",
+    "rossi",
+    "kim",
+    "nguyen",
+    "silva",
+    "khan",
+    "cohen",
+    "novak",
+    "ivanov",
+    "dubois",
+    "okafor",
+    "tanaka",
+    "larsen",
+    "walsh",
+]
+COMMON = [
+    "the",
+    "a",
+    "to",
+    "of",
+    "and",
+    "in",
+    "for",
+    "on",
+    "with",
+    "at",
+    "by",
+    "from",
+    "is",
+    "are",
+    "was",
+    "be",
+    "this",
+    "that",
+    "it",
+    "we",
+    "you",
+    "our",
+    "your",
+    "please",
+    "thanks",
+    "regards",
+    "week",
+    "today",
+    "tomorrow",
+    "meeting",
+    "call",
+    "update",
+    "note",
+    "plan",
+    "team",
+    "send",
+    "draft",
+    "review",
+    "attached",
+    "following",
+    "next",
+    "time",
+    "before",
+    "after",
+    "soon",
+    "still",
+    "also",
+    "just",
+]
 TOPICS = {
     "1": ("grant application", "grant proposal budget deadline funder narrative reviewers award"),
     "2": ("conference travel", "conference travel flight hotel registration itinerary session"),
@@ -72,7 +173,11 @@ def people(rng: random.Random, n: int) -> list[Person]:
     for i in range(n):
         first, last = rng.choice(FIRST), rng.choice(LAST)
         internal = rng.random() < 0.6
-        domain = "corp.example" if internal else rng.choice(["uni.example", "mail.example", "gov.example", "press.example"])
+        domain = (
+            "corp.example"
+            if internal
+            else rng.choice(["uni.example", "mail.example", "gov.example", "press.example"])
+        )
         local = f"{first}.{last}"
         if local in seen:
             local = f"{local}{i}"
@@ -97,7 +202,9 @@ def social_graph(rng: random.Random, n: int, m: int = 3) -> list[list[int]]:
 
 
 def sentence(rng: random.Random, vocabulary: list[str], n: int) -> str:
-    words = [rng.choice(vocabulary) if rng.random() < 0.35 else rng.choice(COMMON) for _ in range(n)]
+    words = [
+        rng.choice(vocabulary) if rng.random() < 0.35 else rng.choice(COMMON) for _ in range(n)
+    ]
     return " ".join(words).capitalize() + "."
 
 
@@ -105,7 +212,9 @@ def body_text(rng, topic_words, sensitive_words, lines) -> str:
     vocab = topic_words + (sensitive_words if sensitive_words else [])
     paragraphs = []
     for _ in range(lines):
-        paragraphs.append(" ".join(sentence(rng, vocab, rng.randint(8, 18)) for _ in range(rng.randint(1, 3))))
+        paragraphs.append(
+            " ".join(sentence(rng, vocab, rng.randint(8, 18)) for _ in range(rng.randint(1, 3)))
+        )
     return "\n\n".join(paragraphs)
 
 
@@ -115,7 +224,9 @@ def quoted(author: Person, when: datetime, text: str, limit: int = 30) -> str:
     return head + "\n" + "\n".join(f"> {ln}" if ln else ">" for ln in lines)
 
 
-def message_bytes(*, mid, sender, to, cc, subject, when, body, in_reply_to, references, attachment, rng):
+def message_bytes(
+    *, mid, sender, to, cc, subject, when, body, in_reply_to, references, attachment, rng
+):
     headers = [
         f"From: {sender.name} <{sender.address}>",
         "To: " + ", ".join(f"{p.name} <{p.address}>" for p in to),
@@ -137,7 +248,8 @@ def message_bytes(*, mid, sender, to, cc, subject, when, body, in_reply_to, refe
     headers.append(f'Content-Type: multipart/mixed; boundary="{boundary}"')
     parts = [
         f'--{boundary}\nContent-Type: text/plain; charset="utf-8"\n\n{body}\n',
-        f'--{boundary}\nContent-Type: {ctype}; name="{name}"\nContent-Disposition: attachment; filename="{name}"\n'
+        f'--{boundary}\nContent-Type: {ctype}; name="{name}"\n'
+        f'Content-Disposition: attachment; filename="{name}"\n'
         + ("Content-Transfer-Encoding: base64\n\n" if ctype == "application/pdf" else "\n")
         + content
         + "\n",
@@ -146,7 +258,9 @@ def message_bytes(*, mid, sender, to, cc, subject, when, body, in_reply_to, refe
     return ("\n".join(headers) + "\n\n" + "".join(parts)).encode("utf-8")
 
 
-def generate(out: Path, messages: int, *, seed: int = 1, per_file: int = 5000, population: int | None = None):
+def generate(
+    out: Path, messages: int, *, seed: int = 1, per_file: int = 5000, population: int | None = None
+):
     """Write ``messages`` messages under ``out``; return counts."""
     import base64
 
@@ -157,7 +271,7 @@ def generate(out: Path, messages: int, *, seed: int = 1, per_file: int = 5000, p
     friends = social_graph(rng, population)
     topic_ids = list(TOPICS)
     sens_kinds = list(SENSITIVE)
-    start = datetime(1998, 1, 5, 8, 0, tzinfo=timezone.utc)
+    start = datetime(1998, 1, 5, 8, 0, tzinfo=UTC)
     qrels, sensitive = [], []
     written, file_no, in_file = 0, 0, 0
     handle = None
@@ -169,7 +283,11 @@ def generate(out: Path, messages: int, *, seed: int = 1, per_file: int = 5000, p
         sens_words = SENSITIVE[kind].split() if kind else None
         a = rng.randrange(population)
         cast = [a] + rng.sample(friends[a], min(len(friends[a]), rng.randint(1, 3)))
-        subject_core = (TOPICS[topic][0] if topic else rng.choice(["catch up", "question", "quick note", "next steps", "follow up"])) + f" {rng.randint(1, 999)}"
+        subject_core = (
+            TOPICS[topic][0]
+            if topic
+            else rng.choice(["catch up", "question", "quick note", "next steps", "follow up"])
+        ) + f" {rng.randint(1, 999)}"
         when = start + timedelta(minutes=rng.randint(0, 60 * 24 * 365 * 4))
         history: list[tuple[str, Person, datetime, str]] = []
         length = min(messages - written, 1 + int(rng.expovariate(1 / 2.5)))
@@ -187,7 +305,9 @@ def generate(out: Path, messages: int, *, seed: int = 1, per_file: int = 5000, p
             forward = turn > 0 and rng.random() < 0.08
             if history and forward:
                 subject = f"Fwd: {subject_core}"
-                body = f"FYI, see below.\n\n---------- Forwarded message ----------\n{history[-1][3]}"
+                body = (
+                    f"FYI, see below.\n\n---------- Forwarded message ----------\n{history[-1][3]}"
+                )
             elif history:
                 subject = f"Re: {subject_core}"
                 prev = history[-1]
@@ -199,17 +319,30 @@ def generate(out: Path, messages: int, *, seed: int = 1, per_file: int = 5000, p
             attachment = None
             if rng.random() < 0.12:
                 if rng.random() < 0.7:
-                    rows = "\n".join(f"{rng.choice(topic_words)},{rng.randint(1, 9999)}" for _ in range(rng.randint(3, 12)))
+                    rows = "\n".join(
+                        f"{rng.choice(topic_words)},{rng.randint(1, 9999)}"
+                        for _ in range(rng.randint(3, 12))
+                    )
                     attachment = (rng.choice(["notes.txt", "figures.csv"]), "text/plain", rows)
                 else:
                     blob = base64.encodebytes(rng.randbytes(rng.randint(400, 3000))).decode()
                     attachment = ("scan.pdf", "application/pdf", blob)
             raw = message_bytes(
-                mid=mid, sender=sender, to=to, cc=cc, subject=subject, when=when, body=body,
-                in_reply_to=history[-1][0] if history else None, references=refs,
-                attachment=attachment, rng=rng,
+                mid=mid,
+                sender=sender,
+                to=to,
+                cc=cc,
+                subject=subject,
+                when=when,
+                body=body,
+                in_reply_to=history[-1][0] if history else None,
+                references=refs,
+                attachment=attachment,
+                rng=rng,
             )
-            handle.write(f"From {sender.address} {when.strftime('%a %b %d %H:%M:%S %Y')}\n".encode())
+            handle.write(
+                f"From {sender.address} {when.strftime('%a %b %d %H:%M:%S %Y')}\n".encode()
+            )
             handle.write(raw.replace(b"\nFrom ", b"\n>From "))
             handle.write(b"\n")
             in_file += 1
@@ -247,7 +380,9 @@ def generate(out: Path, messages: int, *, seed: int = 1, per_file: int = 5000, p
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--messages", type=int, default=20000)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=1)

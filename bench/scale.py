@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _setup import django_setup  # noqa: E402
@@ -93,9 +95,20 @@ def build(label, mail: Path, workers: int, users, *, baseline_rate: bool):
     out["import_seconds"] = seconds
     out["import_rate"] = report.created / seconds
     out["import_errors"] = len(report.errors)
-    result, seconds = timed("index (Lucene, TF-IDF, near-duplicates)", index_build, collection_id=collection.pk)
+    result, seconds = timed(
+        "index (Lucene, TF-IDF, near-duplicates)", index_build, collection_id=collection.pk
+    )
     out["index_seconds"] = seconds
-    out["index"] = {k: result.get(k) for k in ("lucene_seconds", "features_seconds", "neardup_seconds", "near_duplicate_pairs", "terms")}
+    out["index"] = {
+        k: result.get(k)
+        for k in (
+            "lucene_seconds",
+            "features_seconds",
+            "neardup_seconds",
+            "near_duplicate_pairs",
+            "terms",
+        )
+    }
     collection.refresh_from_db()
 
     # Near-duplicates: the index's neighbour list against the sparse product it replaced.
@@ -113,17 +126,24 @@ def build(label, mail: Path, workers: int, users, *, baseline_rate: bool):
     for row in sample[:50]:
         s = time.perf_counter()
         sim = (fm.matrix @ fm.matrix[row].T).toarray().ravel()
-        sim[sim >= 0.8].size
+        np.flatnonzero(sim >= 0.8)
         t.append(time.perf_counter() - s)
     out["sparse_product_ms"] = percentiles(t)
 
     # Topics, qrels, a persona, the planted sensitivity truth.
     base = mail.parent / mail.name
-    annotate_services.import_run(collection=collection, fmt="topics-trec", path=Path(f"{base}-topics.txt"))
-    annotate_services.import_run(collection=collection, fmt="qrels-trec", path=Path(f"{base}-qrels.txt"))
+    annotate_services.import_run(
+        collection=collection, fmt="topics-trec", path=Path(f"{base}-topics.txt")
+    )
+    annotate_services.import_run(
+        collection=collection, fmt="qrels-trec", path=Path(f"{base}-qrels.txt")
+    )
     persona = Persona.objects.create(name=f"Donor {label}")
     annotate_services.import_run(
-        collection=collection, fmt="sensitivity", path=Path(f"{base}-sensitivity.txt"), persona=persona
+        collection=collection,
+        fmt="sensitivity",
+        path=Path(f"{base}-sensitivity.txt"),
+        persona=persona,
     )
 
     project = AnnotationProject.objects.create(name=label, slug=f"{label}-p", collection=collection)
@@ -131,7 +151,13 @@ def build(label, mail: Path, workers: int, users, *, baseline_rate: bool):
     project.topics.add(*collection.topics.all())
     project.annotators.add(users["annotator"])
     round_ = Round.objects.create(project=project, number=1)
-    _pool, out["pool_seconds"] = timed("pool (18 systems x topics, depth 25)", project_pool, project=project, round_=round_, depth=25)
+    _pool, out["pool_seconds"] = timed(
+        "pool (18 systems x topics, depth 25)",
+        project_pool,
+        project=project,
+        round_=round_,
+        depth=25,
+    )
 
     # One active-learning step, topic 1: seeds from the qrels (5 relevant, 5 not).
     from ranking.services import reference_qrels
@@ -151,7 +177,12 @@ def build(label, mail: Path, workers: int, users, *, baseline_rate: bool):
     s = time.perf_counter()
     active.select("spl", p, candidates, set(rows), 100)
     out["al_spl_seconds"] = time.perf_counter() - s
-    print(f"  active learning step: CAL {out['al_cal_seconds']:.2f} s, SPL {out['al_spl_seconds']:.3f} s", flush=True)
+    print(
+        f"  active learning step: CAL {out['al_cal_seconds']:.2f} s, "
+        f"SPL {out['al_spl_seconds']:.3f} "
+        f"s",
+        flush=True,
+    )
 
     trained, out["classifier_seconds"] = timed(
         "sensitivity classifier (train + rescore every document)",
@@ -160,16 +191,23 @@ def build(label, mail: Path, workers: int, users, *, baseline_rate: bool):
         persona=persona,
         source="reference",
     )
-    out["classifier_report"] = {k: trained.report.get(k) for k in ("f1", "f2", "precision", "recall", "threshold", "graph") if k in trained.report}
+    out["classifier_report"] = {
+        k: trained.report.get(k)
+        for k in ("f1", "f2", "precision", "recall", "threshold", "graph")
+        if k in trained.report
+    }
     from annotate.models import ReferenceSensitivity
 
     truth = list(
-        ReferenceSensitivity.objects.filter(persona=persona, document__collection=collection)
-        .values_list("sensitive", flat=True)
+        ReferenceSensitivity.objects.filter(
+            persona=persona, document__collection=collection
+        ).values_list("sensitive", flat=True)
     )
     prevalence = sum(truth) / max(1, len(truth))
     out["f1_all_sensitive"] = 2 * prevalence / (1 + prevalence)
-    Publication.objects.create(collection=collection, persona=persona, published=True, band_low=0.2, band_high=0.8)
+    Publication.objects.create(
+        collection=collection, persona=persona, published=True, band_low=0.2, band_high=0.8
+    )
     out["collection"], out["persona"], out["project"] = collection, persona, project
     del lucene, features
     return out
@@ -184,7 +222,25 @@ def serve(label, built, users, requests: int):
     from review.models import ReviewRequest, SearchLog
 
     collection, project = built["collection"], built["project"]
-    words = "grant budget travel hotel renovation permit release server admissions exhibition board minutes archive scanner salary hospital lawsuit".split()
+    words = [
+        "grant",
+        "budget",
+        "travel",
+        "hotel",
+        "renovation",
+        "permit",
+        "release",
+        "server",
+        "admissions",
+        "exhibition",
+        "board",
+        "minutes",
+        "archive",
+        "scanner",
+        "salary",
+        "hospital",
+        "lawsuit",
+    ]
     rng = random.Random(1)
     searcher, archivist, annotator = Client(), Client(), Client()
     searcher.force_login(users["searcher"])
@@ -200,7 +256,11 @@ def serve(label, built, users, requests: int):
         assert r.status_code == 200
     for search in SearchLog.objects.filter(collection=collection)[:requests]:
         review_services.review_requests_create(search_id=search.pk)
-    pending = list(ReviewRequest.objects.filter(search__collection=collection, status="pending").values_list("persona_id", "document_id")[:requests])
+    pending = list(
+        ReviewRequest.objects.filter(search__collection=collection, status="pending").values_list(
+            "persona_id", "document_id"
+        )[:requests]
+    )
     for i in range(requests):
         s = time.perf_counter()
         r = archivist.get(reverse("review-queue"))
@@ -220,7 +280,9 @@ def serve(label, built, users, requests: int):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--messages", type=int, default=20000)
     parser.add_argument("--baseline-messages", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
@@ -234,11 +296,20 @@ def main():
     from annotate import services as annotate_services
 
     users = {
-        "searcher": annotate_services.user_create(username="s", password="pw-bench-only", role_names=[roles.SEARCHER]),
-        "archivist": annotate_services.user_create(username="a", password="pw-bench-only", role_names=[roles.ARCHIVIST]),
-        "annotator": annotate_services.user_create(username="n", password="pw-bench-only", role_names=[roles.ANNOTATOR]),
+        "searcher": annotate_services.user_create(
+            username="s", password="pw-bench-only", role_names=[roles.SEARCHER]
+        ),
+        "archivist": annotate_services.user_create(
+            username="a", password="pw-bench-only", role_names=[roles.ARCHIVIST]
+        ),
+        "annotator": annotate_services.user_create(
+            username="n", password="pw-bench-only", role_names=[roles.ANNOTATOR]
+        ),
     }
-    print(f"database: {connection.vendor}; work folder {work}; cores {os.cpu_count()}; load {os.getloadavg()}")
+    print(
+        f"database: {connection.vendor}; work folder {work}; cores {os.cpu_count()}; "
+        f"load {os.getloadavg()}"
+    )
     mail = args.mail
     started = time.perf_counter()
     if mail is None:
@@ -254,18 +325,44 @@ def main():
     big_pages, pending = serve("big", big, users, args.requests)
 
     print()
-    print(f"=== {big['messages']} messages (baseline archive: {base['messages']}) on {connection.vendor}, {args.workers} parsing processes")
-    print(f"import: {big['import_rate']:.0f} msg/s parse + store in parallel [one process: {big['import_rate_one_process']:.0f} msg/s]; {big['import_errors']} errors")
+    print(
+        f"=== {big['messages']} messages (baseline archive: {base['messages']}) on "
+        f"{connection.vendor}, {args.workers} parsing processes"
+    )
+    print(
+        f"import: {big['import_rate']:.0f} msg/s parse + store in parallel [one process: "
+        f"{big['import_rate_one_process']:.0f} msg/s]; {big['import_errors']} errors"
+    )
     print(f"index: {big['index_seconds']:.1f} s {big['index']}")
-    print(f"near-duplicates of a document: p50 {big['neardup_ms'][0]:.2f} ms, p95 {big['neardup_ms'][1]:.2f} ms [sparse product over the collection: p50 {big['sparse_product_ms'][0]:.1f} ms, p95 {big['sparse_product_ms'][1]:.1f} ms]")
+    print(
+        f"near-duplicates of a document: p50 {big['neardup_ms'][0]:.2f} ms, "
+        f"p95 {big['neardup_ms'][1]:.2f} "
+        f"ms [sparse product over the collection: p50 {big['sparse_product_ms'][0]:.1f} "
+        f"ms, p95 {big['sparse_product_ms'][1]:.1f} ms]"
+    )
     print(f"pool: {big['pool_seconds']:.1f} s [small archive: {base['pool_seconds']:.1f} s]")
-    print(f"active-learning step (CAL, 100): {big['al_cal_seconds']:.2f} s [SPL: {big['al_spl_seconds']:.3f} s]")
-    print(f"sensitivity classifier + rescore: {big['classifier_seconds']:.1f} s; {big['classifier_report']} [F1 calling everything sensitive: {big['f1_all_sensitive']:.3f}]")
-    print(f"pages, {args.requests} requests each, ms p50/p95 [same page on the {base['messages']}-message archive]; {pending} documents pending review:")
+    print(
+        f"active-learning step (CAL, 100): {big['al_cal_seconds']:.2f} s "
+        f"[SPL: {big['al_spl_seconds']:.3f} "
+        f"s]"
+    )
+    print(
+        f"sensitivity classifier + rescore: {big['classifier_seconds']:.1f} s; "
+        f"{big['classifier_report']} "
+        f"[F1 calling everything sensitive: {big['f1_all_sensitive']:.3f}]"
+    )
+    print(
+        f"pages, {args.requests} requests each, ms p50/p95 "
+        f"[same page on the {base['messages']}-message "
+        f"archive]; {pending} documents pending review:"
+    )
     for page, (p50, p95) in big_pages.items():
         b50, b95 = base_pages.get(page, (float("nan"), float("nan")))
         print(f"  {page:12s} {p50:7.1f} / {p95:7.1f}   [{b50:6.1f} / {b95:6.1f}]")
-    print(f"peak memory: this process (web pages, JVM, index build, classifier) {rss_mb():.0f} MB; largest parsing worker {rss_mb(resource.RUSAGE_CHILDREN):.0f} MB")
+    print(
+        f"peak memory: this process (web pages, JVM, index build, classifier) {rss_mb():.0f} "
+        f"MB; largest parsing worker {rss_mb(resource.RUSAGE_CHILDREN):.0f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -305,7 +305,9 @@ class NearDuplicates:
             return []
         s, e = int(self.indptr[row]), int(self.indptr[row + 1])
         out = []
-        for r, sim in zip(self.neighbours[s:e].tolist(), self.similarity[s:e].tolist(), strict=True):
+        for r, sim in zip(
+            self.neighbours[s:e].tolist(), self.similarity[s:e].tolist(), strict=True
+        ):
             if sim >= threshold:
                 out.append((self.docids[r], float(sim)))
             if len(out) >= limit:
@@ -350,8 +352,6 @@ class NearDuplicates:
             owners.append(len(groups))
             groups.append([docid])
         return groups
-
-
 
 
 def forget(directory: Path) -> None:

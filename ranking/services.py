@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone

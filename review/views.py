@@ -313,7 +313,8 @@ def group_decide(request):
     n = len(outcome.decided)
     done = {"release": "Released", "withhold": "Withheld", "not_relevant": "Marked not relevant:"}
     messages.success(
-        request, f"{done.get(request.POST['kind'], 'Decided on')} {n} document{'s' if n != 1 else ''}."
+        request,
+        f"{done.get(request.POST['kind'], 'Decided on')} {n} document{'s' if n != 1 else ''}.",
     )
     for doc, why in outcome.skipped:
         messages.warning(request, f"Not decided: “{doc.subject or doc.docid}”: {why}.")

@@ -54,7 +54,12 @@ def test_the_estimate_tracks_the_true_jaccard():
 
 
 def test_edited_copies_are_found_and_unrelated_texts_are_not(index):
-    found = sum(1 for i in range(50) if index.neighbours_of(f"n{i}")[:1] == [(f"d{i}", pytest.approx(index.similarity_between(f"n{i}", f"d{i}")))])
+    found = sum(
+        1
+        for i in range(50)
+        if index.neighbours_of(f"n{i}")[:1]
+        == [(f"d{i}", pytest.approx(index.similarity_between(f"n{i}", f"d{i}")))]
+    )
     assert found >= 48  # LSH finds a pair at Jaccard 0.9 with probability > 0.9999
     assert all(not any(d == f"d{i}" for d, _s in index.neighbours_of(f"far{i}")) for i in range(50))
     assert index.neighbours_of("d1500") == []
@@ -97,7 +102,9 @@ def test_collapse_reads_only_the_listed_documents(corpus):
     assert with_bridge.similarity_between("a", "b") < 0.5
     assert with_bridge.collapse(["a", "b"], threshold=0.5) == [["a"], ["b"]]
     alone = neardup.NearDuplicates.build([("a", a), ("b", b)], threshold=0.5)
-    assert alone.collapse(["a", "b"], threshold=0.5) == with_bridge.collapse(["a", "b"], threshold=0.5)
+    assert alone.collapse(["a", "b"], threshold=0.5) == with_bridge.collapse(
+        ["a", "b"], threshold=0.5
+    )
 
 
 def test_save_and_load_give_the_same_answers(index, tmp_path):

@@ -16,7 +16,6 @@ from tests.reviewkit import searcher_search
 pytestmark = pytest.mark.lucene
 
 
-
 def _text(seed: int, n: int = 150) -> list[str]:
     rng = random.Random(seed)
     return [f"w{rng.randrange(400)}" for _ in range(n)]
@@ -43,7 +42,13 @@ def copies(published):
     other = next(d for d in docs if kinds[d.pk] == "safe")
     words = _text(3)
     _set(a, "Figures for the board", "razor " + " ".join(words))
-    _set(b, "FW: numbers", "razor " + " ".join(_every(words, 40, 5, "fwd")), "cy@x.example", ["dee@y.example"])
+    _set(
+        b,
+        "FW: numbers",
+        "razor " + " ".join(_every(words, 40, 5, "fwd")),
+        "cy@x.example",
+        ["dee@y.example"],
+    )
     _set(other, "Lunch", "razor " + " ".join(_text(11)), "eve@z.example", ["fay@z.example"])
     index_build(collection_id=c.pk, force=True)
     c.refresh_from_db()
@@ -61,11 +66,19 @@ def _queue(client, persona, docs, query="razor"):
     t0 = timezone.now() - timedelta(minutes=5)
     for n, doc in enumerate(docs):
         search = SearchLog.objects.create(
-            searcher=client, collection=doc.collection, persona=persona, query=query, shown=[],
+            searcher=client,
+            collection=doc.collection,
+            persona=persona,
+            query=query,
+            shown=[],
             created_at=t0,
         )
         ReviewRequest.objects.create(
-            search=search, document=doc, persona=persona, rank=n, p_sensitive=0.5,
+            search=search,
+            document=doc,
+            persona=persona,
+            rank=n,
+            p_sensitive=0.5,
             requested_at=t0 + timedelta(seconds=n),
         )
 
@@ -160,7 +173,9 @@ def _bridged(published):
     return c, a, b, hidden, "linux " + " ".join(h)
 
 
-def test_near_duplicates_collapse_under_the_best_ranked_in_the_searchers_results(published, users, login):
+def test_near_duplicates_collapse_under_the_best_ranked_in_the_searchers_results(
+    published, users, login
+):
     c, persona, docs, kinds = published
     safe = [d for d in docs if kinds[d.pk] == "safe"]
     words = _text(9)
