@@ -31,7 +31,7 @@ from annotate.models import (
 )
 from annotate.parsing import Issue
 from annotate.parsing.emails import ParsedEmail
-from annotate.parsing.sources import EmailItem, Limits, iter_dir_files, iter_emails, iter_file
+from annotate.parsing.sources import EmailItem, Limits, iter_dir_files, iter_emails, parse_file_job
 from annotate.parsing.trec import (
     SmartRecord,
     TopicRecord,
@@ -281,12 +281,6 @@ def _consume(items: Iterable, report: ImportReport, progress: Progress | None, h
             progress(n)
 
 
-def _parse_file(args) -> list:
-    """Parse one file of a folder in a worker process (``collection_import_emails``)."""
-    full, rel, limits = args
-    return list(iter_file(Path(full), rel, limits))
-
-
 def _iter_parallel(path: Path, limits, workers: int) -> Iterator:
     """``iter_emails`` of a folder with its files parsed by ``workers`` processes, in the
     same order as one process reads them (so docids, reports and re-runs are the same)."""
@@ -294,9 +288,14 @@ def _iter_parallel(path: Path, limits, workers: int) -> Iterator:
 
     listing = list(iter_dir_files(path))
     jobs = [(str(e[0]), e[1], limits) for e in listing if not isinstance(e, Issue)]
-    # fork: the workers need nothing from Django, and start at once.
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        parsed = pool.imap(_parse_file, jobs, chunksize=1)  # in the order of ``jobs``
+    # Not fork: the importing process may hold a JVM (an index build earlier in a worker),
+    # and a child forked from a process with its threads can hang on a lock one of them held
+    # (it did, in bench/scale.py). The forkserver starts clean, imports the parser only
+    # (no Django), and forks the workers from that.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["annotate.parsing.sources"])
+    with context.Pool(workers) as pool:
+        parsed = pool.imap(parse_file_job, jobs, chunksize=1)  # in the order of ``jobs``
         for entry in listing:
             if isinstance(entry, Issue):
                 yield entry

@@ -113,9 +113,11 @@ def _iter_dir(root: Path, limits: Limits) -> Iterator[EmailItem | Issue]:
             yield from _iter_file(entry[0], entry[1], limits)
 
 
-def iter_file(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
-    """Yield ``EmailItem`` or ``Issue`` for the messages of one file (``iter_emails``)."""
-    yield from _iter_file(path, label, limits)
+def parse_file_job(job: tuple[str, str, Limits]) -> list[EmailItem | Issue]:
+    """Parse one file of a folder in a worker process: ``(path, label, limits)`` -> items
+    (``annotate.importers.collection_import_emails`` with ``workers``)."""
+    path, label, limits = job
+    return list(_iter_file(Path(path), label, limits))
 
 
 def iter_dir_files(root: Path) -> Iterator[tuple[Path, str] | Issue]:
