@@ -290,7 +290,10 @@ def main():
     parser.add_argument("--mail", type=Path, default=None, help="a folder mailgen wrote")
     args = parser.parse_args()
     work = django_setup("scale")
+    from django.core.management import call_command
     from django.db import connection
+
+    call_command("collectstatic", interactive=False, verbosity=0)  # pages name hashed files
 
     from annotate import roles
     from annotate import services as annotate_services
