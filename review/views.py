@@ -247,6 +247,24 @@ def item(request, persona_id, document_id):
     )
 
 
+_DONE = {"release": "Released", "withhold": "Withheld", "not_relevant": "Marked not relevant:"}
+
+
+def _decision_fields(request) -> dict:
+    """The decision form's kind, end date and note; ``DecisionError`` for a bad date."""
+    until = None
+    if request.POST.get("until"):
+        try:
+            until = date.fromisoformat(request.POST["until"])
+        except ValueError:
+            raise services.DecisionError("The end date must be a date (YYYY-MM-DD).") from None
+    return {
+        "kind": request.POST.get("kind", ""),
+        "until": until,
+        "note": request.POST.get("note", ""),
+    }
+
+
 def _group_pairs(values) -> list[tuple[int, int]]:
     """``persona-document`` id pairs of a group (repeated ``item`` parameter), in order,
     each once, at most 200; anything else in the list is ignored."""
@@ -292,29 +310,17 @@ def group_decide(request):
     personas = Persona.objects.in_bulk([p for p, _d in pairs])
     docs = Document.objects.select_related("collection").in_bulk([d for _p, d in pairs])
     items = [(personas[p], docs[d]) for p, d in pairs if p in personas and d in docs]
-    until = None
-    if request.POST.get("until"):
-        try:
-            until = date.fromisoformat(request.POST["until"])
-        except ValueError:
-            messages.error(request, "The end date must be a date (YYYY-MM-DD).")
-            return redirect("review-queue")
     try:
         outcome = services.review_decide_group(
-            archivist=request.user,
-            items=items,
-            kind=request.POST.get("kind", ""),
-            until=until,
-            note=request.POST.get("note", ""),
+            archivist=request.user, items=items, **_decision_fields(request)
         )
     except services.DecisionError as exc:
         messages.error(request, str(exc))
         return redirect("review-queue")
     n = len(outcome.decided)
-    done = {"release": "Released", "withhold": "Withheld", "not_relevant": "Marked not relevant:"}
     messages.success(
         request,
-        f"{done.get(request.POST['kind'], 'Decided on')} {n} document{'s' if n != 1 else ''}.",
+        f"{_DONE.get(request.POST['kind'], 'Decided on')} {n} document{'s' if n != 1 else ''}.",
     )
     for doc, why in outcome.skipped:
         messages.warning(request, f"Not decided: “{doc.subject or doc.docid}”: {why}.")
@@ -327,30 +333,14 @@ def decide(request, persona_id, document_id):
     """Record the archivist's decision on a document (release, withhold, not relevant)."""
     persona = get_object_or_404(Persona, pk=persona_id)
     doc = get_object_or_404(Document, pk=document_id)
-    until = None
-    if request.POST.get("until"):
-        try:
-            until = date.fromisoformat(request.POST["until"])
-        except ValueError:
-            messages.error(request, "The end date must be a date (YYYY-MM-DD).")
-            return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     try:
         services.review_decide(
-            archivist=request.user,
-            persona=persona,
-            document=doc,
-            kind=request.POST.get("kind", ""),
-            until=until,
-            note=request.POST.get("note", ""),
+            archivist=request.user, persona=persona, document=doc, **_decision_fields(request)
         )
     except services.DecisionError as exc:
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
-    done = {
-        "release": "Released",
-        "withhold": "Withheld",
-        "not_relevant": "Marked not relevant:",
-    }.get(request.POST["kind"], "Decided on")
+    done = _DONE.get(request.POST["kind"], "Decided on")
     what = f"{done} “{doc.subject or '(no subject)'}” ({doc.docid}) for {persona.name}."
     nxt = selectors.review_queue(order=_queue_order(request), limit=1)
     messages.success(request, what + (" Below: the next document in the queue." if nxt else ""))
