@@ -11,7 +11,7 @@ from django.urls import reverse
 from ranking.services import collection_near_duplicates, index_build
 from review import selectors, services, visibility
 from review.models import AuditEvent, Decision, ReviewRequest
-from tests.reviewkit import searcher_search
+from tests.reviewkit import review_requests_pending, searcher_search
 
 pytestmark = pytest.mark.lucene
 
@@ -56,31 +56,8 @@ def copies(published):
     return c, persona, a, b, other
 
 
-def _queue(client, persona, docs, query="razor"):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from review.models import SearchLog
-
-    t0 = timezone.now() - timedelta(minutes=5)
-    for n, doc in enumerate(docs):
-        search = SearchLog.objects.create(
-            searcher=client,
-            collection=doc.collection,
-            persona=persona,
-            query=query,
-            shown=[],
-            created_at=t0,
-        )
-        ReviewRequest.objects.create(
-            search=search,
-            document=doc,
-            persona=persona,
-            rank=n,
-            p_sensitive=0.5,
-            requested_at=t0 + timedelta(seconds=n),
-        )
+def _queue(searcher, persona, docs):
+    review_requests_pending(persona, searcher, [(d, "razor") for d in docs])
 
 
 def test_the_queue_groups_near_duplicates_whatever_their_subject_and_people(copies, users):
