@@ -76,9 +76,16 @@ urlpatterns = [
         name="learning-check-sample",
     ),
     path(
-        "annotate/<slug:slug>/export/stopping.<str:fmt>",
+        "annotate/<slug:slug>/export/stopping.csv",
         ranking_views.stopping_report_export,
-        name="stopping-report",
+        {"fmt": "csv"},
+        name="stopping-report-csv",
+    ),
+    path(
+        "annotate/<slug:slug>/export/stopping.json",
+        ranking_views.stopping_report_export,
+        {"fmt": "json"},
+        name="stopping-report-json",
     ),
     path("collections/<slug:slug>/classifiers/", ranking_views.classifiers, name="classifiers"),
     path(

@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from annotate import roles
 from annotate.models import AnnotationProject, Collection, Document, Topic
@@ -123,6 +123,7 @@ def learning_check_sample(request, slug, plan_id):
     return redirect(f"{reverse('learning', args=[slug])}#plan-{plan.pk}")
 
 
+@require_GET
 @lead_required
 def stopping_report_export(request, slug, fmt):
     """The stopping report of every plan, one row per rule: CSV or JSON."""
