@@ -287,7 +287,7 @@ def target_verdict(
         return Verdict(
             "target",
             None,
-            f"the sample holds {len(positives)} relevant of the {t} the target set needs: "
+            f"the sample holds {len(positives)} relevant of the {t} that the target set needs: "
             "draw a larger sample",
             guarantee,
             needed=t,
