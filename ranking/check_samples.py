@@ -65,8 +65,10 @@ def check_sample_draw(
     if size > MAX_SAMPLE:
         raise PlanError(f"draw at most {MAX_SAMPLE} documents at a time")
     with transaction.atomic():
-        plan = LearningPlan.objects.select_for_update().select_related("round", "project").get(
-            pk=plan.pk
+        plan = (
+            LearningPlan.objects.select_for_update()
+            .select_related("round", "project")
+            .get(pk=plan.pk)
         )
         if not plan.round.is_open:
             raise PlanError(f"round {plan.round.number} is closed: no task can be added")

@@ -162,9 +162,7 @@ def plan_stopping(*, plan: LearningPlan, state=None, model=None, candidates=None
         in_pool = set(candidate_documents(plan))
         outside = sum(1 for d in before if state.labels.get(d, 0) >= 1)
         found = outside + sum(
-            1
-            for d, g in state.labels.items()
-            if g >= 1 and d not in before and d in in_pool
+            1 for d, g in state.labels.items() if g >= 1 and d not in before and d in in_pool
         )
         est = stopping.estimate(
             frame=sample.frame,
@@ -178,16 +176,27 @@ def plan_stopping(*, plan: LearningPlan, state=None, model=None, candidates=None
         projected = _projected_to_reach(plan, model, state, judged_sample, labels, reached)
         verdicts += [
             stopping.target_verdict(
-                labels, reached, target=target, confidence=confidence,
+                labels,
+                reached,
+                target=target,
+                confidence=confidence,
                 projected=projected.get("target"),
             ),
             stopping.qbcb_verdict(
-                labels, reached, target=target, confidence=confidence,
+                labels,
+                reached,
+                target=target,
+                confidence=confidence,
                 projected=projected.get("qbcb"),
             ),
             stopping.hypergeometric_verdict(
-                frame=sample.frame, sampled=len(judged_sample), sample_relevant=sum(labels),
-                found=found, relevant_outside=outside, target=target, confidence=confidence,
+                frame=sample.frame,
+                sampled=len(judged_sample),
+                sample_relevant=sum(labels),
+                found=found,
+                relevant_outside=outside,
+                target=target,
+                confidence=confidence,
             ),
         ]
     expected = _projected_by_expectation(plan, est, target)

@@ -75,8 +75,12 @@ def run(matrix, topic: TopicData, settings: StopSettings, random_seed: int) -> d
         found_review = sum(truth_of[r] for r in order)
         found = sum(truth_of[r] for r in set(reviewed) | sample_set)
         est = stopping.estimate(
-            frame=len(frame), sampled=len(sample), sample_relevant=k,
-            relevant_outside=outside, found=found, confidence=settings.confidence,
+            frame=len(frame),
+            sampled=len(sample),
+            sample_relevant=k,
+            relevant_outside=outside,
+            found=found,
+            confidence=settings.confidence,
         )
         true_recall = found / total
         coverage.append(est.recall[1] - 1e-12 <= true_recall <= est.recall[2] + 1e-12)
@@ -93,8 +97,13 @@ def run(matrix, topic: TopicData, settings: StopSettings, random_seed: int) -> d
                     sample_labels, sample_reached, target=target, confidence=settings.confidence
                 ),
                 stopping.hypergeometric_verdict(
-                    frame=len(frame), sampled=len(sample), sample_relevant=k, found=found,
-                    relevant_outside=outside, target=target, confidence=settings.confidence,
+                    frame=len(frame),
+                    sampled=len(sample),
+                    sample_relevant=k,
+                    found=found,
+                    relevant_outside=outside,
+                    target=target,
+                    confidence=settings.confidence,
                 ),
             ]
             for v in verdicts:
@@ -116,8 +125,15 @@ def run(matrix, topic: TopicData, settings: StopSettings, random_seed: int) -> d
             break
         labels = [truth_of[r] for r in reviewed]
         it = active.iterate(
-            matrix, reviewed, labels, pool, settings.strategy, size,
-            seed=random_seed + step, c=settings.c, exclude=sorted(reached),
+            matrix,
+            reviewed,
+            labels,
+            pool,
+            settings.strategy,
+            size,
+            seed=random_seed + step,
+            c=settings.c,
+            exclude=sorted(reached),
         )
         if not it.batch:
             break

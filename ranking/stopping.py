@@ -325,12 +325,18 @@ def qbcb_verdict(
     got = sum(1 for label, hit in zip(sample_labels, reached, strict=True) if label and hit)
     stop = got >= j
     why = f"{got} of the sample's {r} relevant reached by the review; {j} needed"
-    return Verdict("qbcb", stop, why, f"{guarantee} (j = {j} of r = {r})", j, got,
-                   0 if stop else projected)
+    return Verdict(
+        "qbcb", stop, why, f"{guarantee} (j = {j} of r = {r})", j, got, 0 if stop else projected
+    )
 
 
 def hypergeometric_p(
-    *, frame: int, sampled: int, sample_relevant: int, found: int, relevant_outside: int,
+    *,
+    frame: int,
+    sampled: int,
+    sample_relevant: int,
+    found: int,
+    relevant_outside: int,
     target: float,
 ) -> float:
     """Return the p-value of the null hypothesis "recall < target" (Callaghan and
@@ -346,8 +352,14 @@ def hypergeometric_p(
 
 
 def hypergeometric_verdict(
-    *, frame: int, sampled: int, sample_relevant: int, found: int, relevant_outside: int,
-    target: float, confidence: float,
+    *,
+    frame: int,
+    sampled: int,
+    sample_relevant: int,
+    found: int,
+    relevant_outside: int,
+    target: float,
+    confidence: float,
 ) -> Verdict:
     """The hypergeometric test: stop when p < 1 - confidence."""
     _check_target(target, confidence)
@@ -355,11 +367,16 @@ def hypergeometric_verdict(
     if sampled == 0:
         return Verdict("hypergeometric", None, "no sample document judged yet", guarantee)
     p = hypergeometric_p(
-        frame=frame, sampled=sampled, sample_relevant=sample_relevant, found=found,
-        relevant_outside=relevant_outside, target=target,
+        frame=frame,
+        sampled=sampled,
+        sample_relevant=sample_relevant,
+        found=found,
+        relevant_outside=relevant_outside,
+        target=target,
     )
     stop = p < 1 - confidence
-    why = f"p = {p:.3f} that recall is below {target:g} ({'<' if stop else '>='} {1 - confidence:.2f})"
+    sign = "<" if stop else ">="
+    why = f"p = {p:.3f} that recall is below {target:g} ({sign} {1 - confidence:.2f})"
     return Verdict("hypergeometric", stop, why, guarantee, details={"p": p})
 
 

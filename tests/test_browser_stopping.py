@@ -92,12 +92,16 @@ def test_lead_sets_a_target_draws_a_check_sample_and_sees_estimate_and_verdicts(
     assert float(low.rstrip("%")) / 100 <= point + 0.01 <= float(high.rstrip("%")) / 100 + 0.02
     rules = panel.locator("table.verdicts tbody tr[data-rule]")
     assert [r.get_attribute("data-rule") for r in rules.all()] == [
-        "knee", "target", "qbcb", "hypergeometric",
+        "knee",
+        "target",
+        "qbcb",
+        "hypergeometric",
     ]
     assert all(r.get_attribute("data-says") in ("stop", "continue", "unknown") for r in rules.all())
     sentence = panel.locator(".stopping-recommendation").inner_text()
-    assert sentence.count(".") >= 1 and ("Stop" in sentence or "Continue" in sentence
-                                         or "Judge more" in sentence)
+    assert sentence.count(".") >= 1 and (
+        "Stop" in sentence or "Continue" in sentence or "Judge more" in sentence
+    )
     # the gain curve carries the estimate's band and the target line
     curve = page.locator(f"tr[data-plan='{plan.pk}'] svg.gain-curve")
     assert curve.locator("rect.estimate-band").count() == 1

@@ -22,8 +22,11 @@ def plan_world(db, tmp_path, make_user):
     for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
         learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=int(docid in truth))
     plan = learning.learning_plan_create(
-        project=project, topic=topic, budget=40,
-        candidates=LearningPlan.Candidates.COLLECTION, batch_size=5,
+        project=project,
+        topic=topic,
+        budget=40,
+        candidates=LearningPlan.Candidates.COLLECTION,
+        batch_size=5,
     )
     learning.learning_step(plan_id=plan.pk)
     for _ in range(10):

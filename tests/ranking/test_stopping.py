@@ -91,13 +91,23 @@ def test_hypergeometric_test_follows_callaghan_and_mueller_hansen():
     )
     assert p == pytest.approx(hypergeom.cdf(0, 1000, 6, 200))
     v = stopping.hypergeometric_verdict(
-        frame=1000, sampled=200, sample_relevant=0, found=95, relevant_outside=95,
-        target=0.95, confidence=0.95,
+        frame=1000,
+        sampled=200,
+        sample_relevant=0,
+        found=95,
+        relevant_outside=95,
+        target=0.95,
+        confidence=0.95,
     )
     assert v.stop is (p < 0.05)
     v = stopping.hypergeometric_verdict(
-        frame=1000, sampled=20, sample_relevant=2, found=97, relevant_outside=95,
-        target=0.95, confidence=0.95,
+        frame=1000,
+        sampled=20,
+        sample_relevant=2,
+        found=97,
+        relevant_outside=95,
+        target=0.95,
+        confidence=0.95,
     )
     assert v.stop is False
 
@@ -109,10 +119,16 @@ def test_projection_counts_documents_ranked_above_the_needed_positive():
 
 
 def test_recommendation_names_the_certifying_rule():
-    est = stopping.estimate(frame=100, sampled=50, sample_relevant=0, relevant_outside=30,
-                            found=30)
-    v = stopping.hypergeometric_verdict(frame=100, sampled=50, sample_relevant=0, found=30,
-                                        relevant_outside=30, target=0.8, confidence=0.95)
+    est = stopping.estimate(frame=100, sampled=50, sample_relevant=0, relevant_outside=30, found=30)
+    v = stopping.hypergeometric_verdict(
+        frame=100,
+        sampled=50,
+        sample_relevant=0,
+        found=30,
+        relevant_outside=30,
+        target=0.8,
+        confidence=0.95,
+    )
     assert v.stop
     assert stopping.recommend([v], est, target=0.8).startswith("Stop: Hypergeometric test")
     assert stopping.recommend([], None, target=0.8).startswith("Draw a check sample")
