@@ -174,31 +174,16 @@ def plan_stopping(*, plan: LearningPlan, state=None, model=None, candidates=None
         )
         total = tuple(outside + v for v in est.in_frame)
         projected = _projected_to_reach(plan, model, state, judged_sample, labels, reached)
-        verdicts += [
-            stopping.target_verdict(
-                labels,
-                reached,
-                target=target,
-                confidence=confidence,
-                projected=projected.get("target"),
-            ),
-            stopping.qbcb_verdict(
-                labels,
-                reached,
-                target=target,
-                confidence=confidence,
-                projected=projected.get("qbcb"),
-            ),
-            stopping.hypergeometric_verdict(
-                frame=sample.frame,
-                sampled=len(judged_sample),
-                sample_relevant=sum(labels),
-                found=found,
-                relevant_outside=outside,
-                target=target,
-                confidence=confidence,
-            ),
-        ]
+        verdicts += stopping.sample_verdicts(
+            labels,
+            reached,
+            frame=sample.frame,
+            found=found,
+            relevant_outside=outside,
+            target=target,
+            confidence=confidence,
+            projected=projected,
+        )
     expected = _projected_by_expectation(plan, est, target)
     prevalence = model.prevalence if model is not None else None
     frame = sample.frame if sample else None

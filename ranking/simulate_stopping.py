@@ -90,16 +90,10 @@ def run(matrix, topic: TopicData, settings: StopSettings, random_seed: int) -> d
         for target in settings.targets:
             verdicts = [
                 stopping.knee_verdict(gains, candidates=len(pool)),
-                stopping.target_verdict(
-                    sample_labels, sample_reached, target=target, confidence=settings.confidence
-                ),
-                stopping.qbcb_verdict(
-                    sample_labels, sample_reached, target=target, confidence=settings.confidence
-                ),
-                stopping.hypergeometric_verdict(
+                *stopping.sample_verdicts(
+                    sample_labels,
+                    sample_reached,
                     frame=len(frame),
-                    sampled=len(sample),
-                    sample_relevant=k,
                     found=found,
                     relevant_outside=outside,
                     target=target,

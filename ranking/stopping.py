@@ -380,6 +380,47 @@ def hypergeometric_verdict(
     return Verdict("hypergeometric", stop, why, guarantee, details={"p": p})
 
 
+def sample_verdicts(
+    labels: list[int],
+    reached: list[bool],
+    *,
+    frame: int,
+    found: int,
+    relevant_outside: int,
+    target: float,
+    confidence: float,
+    projected: dict | None = None,
+) -> list[Verdict]:
+    """The three sample-based rules on a check sample: ``labels`` (1/0) and ``reached`` per
+    judged sample document in draw order; ``projected``: the rules' projections by name."""
+    projected = projected or {}
+    return [
+        target_verdict(
+            labels,
+            reached,
+            target=target,
+            confidence=confidence,
+            projected=projected.get("target"),
+        ),
+        qbcb_verdict(
+            labels,
+            reached,
+            target=target,
+            confidence=confidence,
+            projected=projected.get("qbcb"),
+        ),
+        hypergeometric_verdict(
+            frame=frame,
+            sampled=len(labels),
+            sample_relevant=sum(labels),
+            found=found,
+            relevant_outside=relevant_outside,
+            target=target,
+            confidence=confidence,
+        ),
+    ]
+
+
 def projected_judgments(scores_unreviewed, scores_needed, need: int) -> int | None:
     """Return how many more review judgments reach ``need`` of the documents scored
     ``scores_needed`` (unreached sample positives), if the review goes down the current
