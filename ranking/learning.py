@@ -236,11 +236,12 @@ class PlanState:
         return {d: g for d, g in self.labels.items() if d not in self.checks}
 
     def judged_since(self, model: LearningModel | None) -> int:
+        """Training labels newer than ``model`` (check-sample judgments never retrain)."""
         if model is None:
-            return len(self.labels)
+            return self.reviewed
         return sum(
             1
-            for d in self.labels
+            for d in self.training
             if self.last_judgment.get(d, 0) > model.judgment_mark
             or self.seeded.get(d, 0) > model.seed_mark
         )
