@@ -328,6 +328,7 @@ class Task(models.Model):
         POOL = "pool", "Pool"
         ACTIVE = "active", "Active learning"
         SEED = "seed", "Seed walk (RDS)"
+        CHECK = "check", "Check sample (random, for recall estimates)"
 
     project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="tasks")
     round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="tasks")

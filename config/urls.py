@@ -65,6 +65,28 @@ urlpatterns = [
         ranking_views.learning_retrain,
         name="learning-retrain",
     ),
+    path(
+        "annotate/<slug:slug>/learning/<id:plan_id>/stopping/",
+        ranking_views.learning_stopping,
+        name="learning-stopping",
+    ),
+    path(
+        "annotate/<slug:slug>/learning/<id:plan_id>/check-sample/",
+        ranking_views.learning_check_sample,
+        name="learning-check-sample",
+    ),
+    path(
+        "annotate/<slug:slug>/export/stopping.csv",
+        ranking_views.stopping_report_export,
+        {"fmt": "csv"},
+        name="stopping-report-csv",
+    ),
+    path(
+        "annotate/<slug:slug>/export/stopping.json",
+        ranking_views.stopping_report_export,
+        {"fmt": "json"},
+        name="stopping-report-json",
+    ),
     path("collections/<slug:slug>/classifiers/", ranking_views.classifiers, name="classifiers"),
     path(
         "collections/<slug:slug>/topics/<str:number>/seeds/",

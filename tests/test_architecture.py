@@ -22,7 +22,7 @@ LAYERS = [
     # pure: numpy / scipy / scikit-learn / pyserini, no Django, no app data
     (
         r"ranking\.(active|explain|features|highlight|ltr|lucene|measures|protection|protection_eval"
-        r"|runs|sensitivity|simulate|visible)",
+        r"|runs|sensitivity|simulate|simulate_stopping|stopping|visible)",
         CORE,
     ),
     (r"annotate\.(agreement|parsing(\..+)?)", CORE),
@@ -36,7 +36,7 @@ LAYERS = [
         r"|audit)",
         SERVICES,
     ),
-    (r"ranking\.(services|selectors|pooling|learning|classifier)", SERVICES),
+    (r"ranking\.(services|selectors|pooling|learning|classifier|check_samples)", SERVICES),
     (r"review\.(services|selectors|visibility|audit)", SERVICES),
     # what a request, a worker or a command enters through
     (
