@@ -135,15 +135,15 @@ def build_index(
     return count
 
 
-def _searcher(index_dir: str, model: str, rm3: bool):
-    key = (index_dir, model, rm3)
+def _searcher(index_dir: str, model: str, rm3: bool, bm25: tuple[float, float] = (0.9, 0.4)):
+    key = (index_dir, model, rm3) if bm25 == (0.9, 0.4) else (index_dir, model, rm3, bm25)
     with _lock:
         searcher = _searchers.get(key)
         if searcher is None:
             mods = _load()
             searcher = mods["searcher"](index_dir)
             if model == "bm25":
-                searcher.set_bm25(0.9, 0.4)
+                searcher.set_bm25(*bm25)
             elif model == "qld":
                 searcher.set_qld(1000)
             else:
@@ -163,6 +163,45 @@ def search(
         return []
     searcher = _searcher(str(index_dir), model, rm3)
     return [Hit(h.docid, float(h.score)) for h in searcher.search(query, k=k)]
+
+
+def reverse_search(
+    index_dir: Path,
+    weights: dict[str, float],
+    *,
+    k: int = 100,
+    k1: float = 0.9,
+    b: float = 0.4,
+) -> list[Hit]:
+    """Return the top ``k`` entries of an index for a query of analysed ``weights`` (term ->
+    weight), each term matched as it is (no second analysis) with its weight as a boost:
+    Anserini's bag-of-words query of a document whose term n times is weighted n. Used with
+    the index of candidate queries and a document as the query (BM25-reverse, Li et al.
+    sec. 5; ``ranking.exposure``). At most 1024 terms (Lucene's clause limit)."""
+    if not weights:
+        return []
+    if len(weights) > 1024:
+        raise ValueError("a reverse-search query may hold at most 1024 terms")
+    mods = _load()
+    classes = mods.get("query_classes")
+    if classes is None:
+        autoclass = mods["jnius"].autoclass
+        classes = mods["query_classes"] = (
+            autoclass("org.apache.lucene.index.Term"),
+            autoclass("org.apache.lucene.search.TermQuery"),
+            autoclass("org.apache.lucene.search.BoostQuery"),
+            autoclass("org.apache.lucene.search.BooleanQuery$Builder"),
+            autoclass("org.apache.lucene.search.BooleanClause$Occur"),
+        )
+    term, term_query, boost_query, builder_class, occur = classes
+    builder = builder_class()
+    for t, w in weights.items():
+        clause = term_query(term("contents", t))
+        if w != 1.0:
+            clause = boost_query(clause, float(w))
+        builder.add(clause, occur.SHOULD)
+    searcher = _searcher(str(index_dir), "bm25", False, (float(k1), float(b)))
+    return [Hit(h.docid, float(h.score)) for h in searcher.search(builder.build(), k=k)]
 
 
 def release(index_dir: Path) -> None:
