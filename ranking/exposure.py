@@ -157,9 +157,7 @@ def generate_queries(
     weights: Counter = Counter()
     for _docid, text in documents():
         uni, bi = grams(text)
-        scored = [
-            (tf * _idf(n, df_uni[s]), (s,)) for s, tf in uni.items() if df_uni[s] >= min_df
-        ]
+        scored = [(tf * _idf(n, df_uni[s]), (s,)) for s, tf in uni.items() if df_uni[s] >= min_df]
         scored.sort(reverse=True)
         for value, key in scored[:unigrams]:
             weights[key] += value
