@@ -122,8 +122,8 @@ def generate_queries(
     ``documents`` is called twice (document frequencies, then each document's choices) and
     yields (docid, text); ``stem`` is the index's analysis of one word ('' for a stopword).
     Per document the ``unigrams`` words and ``bigrams`` adjacent word pairs with the highest
-    tf x idf (Lucene's BM25 idf) among those at least ``min_df`` documents hold; a candidate's weight is
-    the sum of those tf-idf values over the documents that chose it, and the heaviest
+    tf x idf (Lucene's BM25 idf) among those at least ``min_df`` documents hold; a
+    candidate's weight is the sum of those values over the documents that chose it, the heaviest
     ``limit`` are kept, heaviest first. Each stem is written as its most frequent word.
     """
     df_uni: Counter = Counter()
