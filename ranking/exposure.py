@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ranking.visible import Postings, VisibleIndex, outside_scores
+from ranking.visible import Postings, VisibleIndex, _adjust_ties, encode_length, outside_scores
 
 SOURCES = ("topic", "log", "generated")
 _WORD = re.compile(r"[^\W\d_]{2,30}", re.UNICODE)
@@ -171,20 +171,41 @@ def generate_queries(
 
 
 def document_query(
-    postings: Postings, row: int, idf: Callable[[np.ndarray], np.ndarray], *, max_terms: int = 1000
+    postings: Postings,
+    row: int,
+    view: VisibleIndex,
+    *,
+    weighting: str = "bm25",
+    max_terms: int = 1000,
 ) -> dict[str, float]:
-    """The document at ``row`` as a reverse-search query: each analysed term weighted by its
-    frequency in the document (Anserini's bag of words), the ``max_terms`` with the highest
-    tf x idf kept (``idf`` maps document frequencies to idf values)."""
+    """The document at ``row`` as a reverse-search query (term -> weight), its ``max_terms``
+    heaviest terms.
+
+    ``weighting="tf"``: each term weighted by its frequency in the document, Anserini's bag of
+    words of the document (the paper's BM25-reverse). ``"bm25"``: each term weighted by what
+    it adds to the document's BM25 score in the searcher's ranking (the visible set's idf and
+    average length; Lucene's formula), so that the query index favours candidates made of
+    the terms that lift this document above the others, not of the terms that are merely
+    rare among queries; the verification step decides the rank either way."""
+    if weighting not in ("tf", "bm25"):
+        raise ValueError(f"unknown weighting {weighting!r}; use tf or bm25")
     counts = postings.counts
     start, end = counts.indptr[row], counts.indptr[row + 1]
     cols = counts.indices[start:end]
     tf = counts.data[start:end].astype(np.float64)
-    if len(cols) > max_terms:
-        df = _document_frequencies(postings)[cols]
-        keep = np.argsort(-(tf * idf(df)), kind="stable")[:max_terms]
-        cols, tf = cols[keep], tf[keep]
-    return {postings.terms[c]: float(f) for c, f in zip(cols.tolist(), tf.tolist(), strict=True)}
+    terms = postings.terms[cols].tolist()
+    df = np.array([_visible_df(view, t) for t in terms], dtype=np.int64)
+    idf = view.idf(df).astype(np.float64)
+    norm = float(view.norm_cache[encode_length(int(postings.lengths[row]))])
+    contribution = idf * tf * norm / (1 + tf * norm)
+    weights = tf if weighting == "tf" else contribution
+    keep = np.argsort(-contribution, kind="stable")[:max_terms]
+    return {terms[i]: float(weights[i]) for i in keep.tolist()}
+
+
+def _visible_df(view: VisibleIndex, term: str) -> int:
+    col = view.vocabulary.get(term)
+    return int(view.df[col]) if col is not None else 0
 
 
 def _document_frequencies(postings: Postings) -> np.ndarray:
@@ -235,6 +256,114 @@ class ExposureRanker:
             return None
         return sum(1 for h in hits if h.score > score)
 
+    def ranks(self, queries: Sequence[Sequence[str]]) -> list[int | None]:
+        """``rank`` of many queries at once, equal to it query by query (tested): the BM25
+        contribution of each (term, repeats) pair is computed once, as
+        ``VisibleIndex.search`` computes it in single precision, and the queries' scores
+        are sums of those columns (a sparse product), so the ranker's work is shared by all
+        queries that hold a term."""
+        import scipy.sparse as sp
+
+        view = self.view
+        pairs: dict[tuple[str, int], int] = {}
+        rows_of_queries: list[list[int]] = []
+        for terms in queries:
+            rows_of_queries.append(
+                [pairs.setdefault(tb, len(pairs)) for tb in Counter(terms).items()]
+            )
+        n = view.n
+        if not n or not pairs:
+            return [None] * len(queries)
+        data, indices, indptr = [], [], [0]
+        for term, boost in pairs:
+            col = view.vocabulary.get(term)
+            if col is not None:
+                start, end = view.counts.indptr[col], view.counts.indptr[col + 1]
+                rows = view.counts.indices[start:end]
+                freq = view.counts.data[start:end]
+                weight = np.float32(boost) * view.idf(view.df[col])
+                term_scores = weight - weight / (np.float32(1) + freq * view.norm_inverse[rows])
+                data.append(term_scores.astype(np.float32).astype(np.float64))
+                indices.append(rows)
+            indptr.append(indptr[-1] + (len(indices[-1]) if col is not None else 0))
+        flat = lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype)  # noqa: E731
+        columns = sp.csc_matrix(
+            (flat(data, np.float64), flat(indices, np.int64), np.array(indptr)),
+            shape=(n, len(pairs)),
+        )
+        chooser = sp.csc_matrix(
+            (
+                np.ones(sum(len(r) for r in rows_of_queries)),
+                np.concatenate([np.array(r, dtype=np.int64) for r in rows_of_queries])
+                if rows_of_queries
+                else np.zeros(0, np.int64),
+                np.cumsum([0] + [len(r) for r in rows_of_queries]),
+            ),
+            shape=(len(pairs), len(queries)),
+        )
+        scores = (columns @ chooser).tocsc()
+        scores.sort_indices()
+        position = view._positions.get(self.docid) if self.visible else None
+        own = self._own_terms() if not self.visible else None
+        out: list[int | None] = []
+        for j, terms in enumerate(queries):
+            start, end = scores.indptr[j], scores.indptr[j + 1]
+            rows = scores.indices[start:end]
+            final = scores.data[start:end].astype(np.float32)
+            if self.visible:
+                at = np.searchsorted(rows, position)
+                if at >= len(rows) or rows[at] != position:
+                    out.append(None)
+                    continue
+                mine = final[at]
+                ahead = int((final > mine).sum())
+                ahead += int(
+                    ((final == mine) & (view.rank_of[rows] < view.rank_of[position])).sum()
+                )
+                out.append(ahead if ahead < self.k else None)
+                continue
+            score = self._outside_score(terms, own)
+            if not score > 0:
+                out.append(None)
+                continue
+            if len(final) > self.k:
+                top = np.argpartition(-final, self.k - 1)[: self.k]
+                kth = final[top].min()
+                keep = np.flatnonzero(final >= kth)
+            else:
+                keep = np.arange(len(final))
+            order = np.lexsort((view.rank_of[rows[keep]], -final[keep]))[: self.k]
+            shown = np.array(_adjust_ties(final[keep][order]), dtype=np.float32)
+            floor = shown[-1] if len(shown) >= self.k else -math.inf
+            if not score > floor:
+                out.append(None)
+                continue
+            out.append(int(sum(1 for h in shown.tolist() if h > score)))
+        return out
+
+    def _own_terms(self) -> dict[str, float]:
+        counts = self.postings.counts
+        start, end = counts.indptr[self.row], counts.indptr[self.row + 1]
+        cols = counts.indices[start:end].tolist()
+        return dict(
+            zip(self.postings.terms[cols].tolist(), counts.data[start:end].tolist(), strict=True)
+        )
+
+    def _outside_score(self, terms: Sequence[str], own: dict[str, float]) -> float:
+        """``ranking.visible.outside_scores`` of this one document, in the same single
+        precision steps."""
+        view = self.view
+        norm = view.norm_cache[encode_length(int(self.postings.lengths[self.row]))]
+        score = np.zeros(1, dtype=np.float32)
+        for term, boost in Counter(terms).items():
+            freq = own.get(term)
+            if not freq:
+                continue
+            weight = np.float32(boost) * view.idf(_visible_df(view, term))
+            f = np.array([freq], dtype=np.float32)
+            score += weight - weight / (np.float32(1) + f * np.array([norm], dtype=np.float32))
+        return float(score[0])
+
 
 def _ordered(found: list[Exposing]) -> list[Exposing]:
     return sorted(found, key=lambda e: (e.rank, e.text, e.qid))
@@ -245,9 +374,9 @@ def verify(
 ) -> list[Exposing]:
     """Run each candidate through the ranker; return those that expose the document, most
     exposing first (rank, then query text)."""
+    candidates = list(candidates)
     found = []
-    for c in candidates:
-        rank = ranker.rank(c.terms)
+    for c, rank in zip(candidates, ranker.ranks([c.terms for c in candidates]), strict=True):
         if rank is not None:
             found.append(Exposing(c.qid, c.text, c.source, rank, gamma**rank))
     return _ordered(found)
@@ -256,8 +385,14 @@ def verify(
 def brute_force(
     ranker: ExposureRanker, candidates: Sequence[Candidate], *, gamma: float = 0.5
 ) -> list[Exposing]:
-    """Exact EQI: every candidate through the ranker (the paper's brute-force baseline)."""
-    return verify(ranker, candidates, gamma=gamma)
+    """Exact EQI: every candidate through the ranker one query at a time, each a search of
+    the visible set as the searcher's (the paper's brute-force baseline)."""
+    found = []
+    for c in candidates:
+        rank = ranker.rank(c.terms)
+        if rank is not None:
+            found.append(Exposing(c.qid, c.text, c.source, rank, gamma**rank))
+    return _ordered(found)
 
 
 def expose(

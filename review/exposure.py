@@ -251,7 +251,7 @@ def _compute(row: Exposure) -> dict:
         )
     except KeyError as exc:
         raise ExposureError("the document is newer than the index; rebuild the index") from exc
-    weights = exposure.document_query(view.postings, ranker.row, view.index.idf)
+    weights = exposure.document_query(view.postings, ranker.row, view.index)
     hits = lucene.reverse_search(cset.lucene, weights, k=REVERSE_DEPTH)
     retrieved = [(int(h.docid), h.score) for h in hits]
     newer = _log_queries(collection, after=cset.log_until)

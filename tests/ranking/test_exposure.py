@@ -32,7 +32,7 @@ def small(tmp_path_factory):
 
 
 def _reverse(postings, view, index, docid, n):
-    weights = exposure.document_query(postings, int(postings.rows([docid])[0]), view.idf)
+    weights = exposure.document_query(postings, int(postings.rows([docid])[0]), view)
     return [(int(h.docid), h.score) for h in lucene.reverse_search(index, weights, k=n)]
 
 

@@ -130,7 +130,11 @@ class Command(BaseCommand):
         if not test:
             raise CommandError(f"{collection.slug}: no document is exposed by any candidate")
         row_of = {d: i for i, d in enumerate(postings.docids)}
-        weights = {d: exposure.document_query(postings, row_of[d], view.idf) for d in tune + test}
+        weights = {
+            (d, w): exposure.document_query(postings, row_of[d], view, weighting=w)
+            for d in tune + test
+            for w in ("tf", "bm25")
+        }
         topics = [c.qid for c in candidates if c.source == "topic"]
         max_depth = max([depth, *verify_depths])
 
@@ -143,8 +147,9 @@ class Command(BaseCommand):
         # The real ranker agrees with the ground truth (the verification step's ranker).
         for d in test[:5]:
             ranker = exposure.ExposureRanker(view, postings, d, k=k)
-            for qid, _s in reverse(d, 50):
-                assert ranker.rank(candidates[qid].terms) == truth[d].get(qid), (d, qid)
+            qids = [qid for qid, _s in reverse(d, 50)]
+            ranks = ranker.ranks([candidates[q].terms for q in qids])
+            assert ranks == [truth[d].get(q) for q in qids], d
 
         # BM25-tuned: the (k1, b) with the best mean RELQ_RBP(0.5, 0.9) on the tuning documents.
         best, tuned = -1.0, (0.9, 0.4)
@@ -181,11 +186,16 @@ class Command(BaseCommand):
         for d in test:
             timed("BM25-reverse", d, lambda d=d: [q for q, _ in reverse(d, depth)])
             timed("BM25-tuned", d, lambda d=d: [q for q, _ in reverse(d, depth, *tuned)])
+            timed(
+                "BM25-weighted reverse",
+                d,
+                lambda d=d: [q for q, _ in reverse(d, depth, weighting="bm25")],
+            )
             for n in verify_depths:
                 ranker = exposure.ExposureRanker(view, postings, d, k=k)
 
                 def run(d=d, n=n, ranker=ranker):
-                    retrieved = reverse(d, n)
+                    retrieved = reverse(d, n, weighting="bm25")
                     found = exposure.expose(ranker, candidates, retrieved)
                     return [e.qid for e in found]
 
@@ -203,6 +213,7 @@ class Command(BaseCommand):
         calls = {
             "BM25-reverse": 0,
             "BM25-tuned": 0,
+            "BM25-weighted reverse": 0,
             **{f"reverse+verify@{n}": n for n in verify_depths},
             "topics only (verified)": len(topics),
             "random": 0,
