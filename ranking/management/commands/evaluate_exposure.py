@@ -138,11 +138,10 @@ class Command(BaseCommand):
         topics = [c.qid for c in candidates if c.source == "topic"]
         max_depth = max([depth, *verify_depths])
 
-        def reverse(d, n, k1=0.9, b=0.4):
-            return [
-                (int(h.docid), h.score)
-                for h in lucene.reverse_search(index, weights[d], k=n, k1=k1, b=b)
-            ]
+        def reverse(d, n, k1=0.9, b=0.4, weighting="tf"):
+            query = weights[(d, weighting)]
+            hits = lucene.reverse_search(index, query, k=n, k1=k1, b=b)
+            return [(int(h.docid), h.score) for h in hits]
 
         # The real ranker agrees with the ground truth (the verification step's ranker).
         for d in test[:5]:
