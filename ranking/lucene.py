@@ -175,7 +175,8 @@ def reverse_search(
 ) -> list[Hit]:
     """Return the top ``k`` entries of an index for a query of analysed ``weights`` (term ->
     weight), each term matched as it is (no second analysis) with its weight as a boost:
-    Anserini's bag-of-words query of a document whose term n times is weighted n. Used with
+    Anserini's bag-of-words query of a document whose term n times is weighted n (weights
+    at or below 0 are left out). Used with
     the index of candidate queries and a document as the query (BM25-reverse, Li et al.
     sec. 5; ``ranking.exposure``). At most 1024 terms (Lucene's clause limit)."""
     if not weights:
@@ -183,25 +184,27 @@ def reverse_search(
     if len(weights) > 1024:
         raise ValueError("a reverse-search query may hold at most 1024 terms")
     mods = _load()
-    classes = mods.get("query_classes")
-    if classes is None:
+    parser = mods.get("term_parser")
+    if parser is None:
+        # One parse of "term^weight ..." is one call into the JVM; building the Boolean query
+        # clause by clause from Python costs four calls a term, which dominated the time.
         autoclass = mods["jnius"].autoclass
-        classes = mods["query_classes"] = (
-            autoclass("org.apache.lucene.index.Term"),
-            autoclass("org.apache.lucene.search.TermQuery"),
-            autoclass("org.apache.lucene.search.BoostQuery"),
-            autoclass("org.apache.lucene.search.BooleanQuery$Builder"),
-            autoclass("org.apache.lucene.search.BooleanClause$Occur"),
-        )
-    term, term_query, boost_query, builder_class, occur = classes
-    builder = builder_class()
-    for t, w in weights.items():
-        clause = term_query(term("contents", t))
-        if w != 1.0:
-            clause = boost_query(clause, float(w))
-        builder.add(clause, occur.SHOULD)
+        parser = mods["term_parser"] = autoclass(
+            "org.apache.lucene.queryparser.classic.QueryParser"
+        )("contents", autoclass("org.apache.lucene.analysis.core.WhitespaceAnalyzer")())
+    text = " ".join(f"{_escape(t)}^{float(w):.6g}" for t, w in weights.items() if w > 0)
+    if not text:
+        return []
+    with _lock:  # a QueryParser is not thread-safe
+        query = parser.parse(text)
     searcher = _searcher(str(index_dir), "bm25", False, (float(k1), float(b)))
-    return [Hit(h.docid, float(h.score)) for h in searcher.search(builder.build(), k=k)]
+    return [Hit(h.docid, float(h.score)) for h in searcher.object.search(query, k)]
+
+
+def _escape(term: str) -> str:
+    """A term as the classic query parser reads it literally: quoted (so that no word is an
+    operator), quote and backslash escaped; one whitespace-free token makes a term query."""
+    return '"' + term.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def release(index_dir: Path) -> None:

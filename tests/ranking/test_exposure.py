@@ -133,4 +133,6 @@ def test_reverse_search_refuses_more_terms_than_lucene_allows(small):
     with pytest.raises(ValueError):
         lucene.reverse_search(index, {f"t{i}": 1.0 for i in range(1025)}, k=5)
     assert lucene.reverse_search(index, {}, k=5) == []
+    # terms are matched literally, whatever the query parser's syntax would make of them
+    assert lucene.reverse_search(index, {"a:b": 1.0, "x^y": 2.0, "(": 1.0, "OR": 1.0}, k=5) == []
     assert np.isfinite([h.score for h in lucene.reverse_search(index, {"comput": 2.0}, k=5)]).all()
