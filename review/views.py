@@ -224,12 +224,9 @@ def item(request, persona_id, document_id):
             document=doc,
             role="archivist",
         )
-    # The worker finds the exposing queries; the page polls for them (never computed here).
-    found = (
-        exposure.exposure_request(user=request.user, document=doc, persona=persona)
-        if publication is not None
-        else None
-    )
+    # The worker finds the exposing queries: the page asks (an htmx POST on load, so that
+    # this GET writes nothing but the audit row) and polls; nothing is computed here.
+    found = exposure.exposure_current(document=doc, persona=persona)
     return render(
         request,
         "review/item.html",
@@ -247,7 +244,7 @@ def item(request, persona_id, document_id):
                 model.report.get("top_not_sensitive", [])[:10] if model else []
             ),
             "queries": selectors.exposing_queries(document=doc, persona=persona),
-            "exposure": _exposure_context(doc, persona, found, publication),
+            "exposure": {**_exposure_context(doc, persona, found, publication), "ask": True},
             "earlier": selectors.decisions_on(document=doc, persona=persona),
             "today": date.today(),
         },

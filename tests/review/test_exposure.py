@@ -36,19 +36,23 @@ def test_the_review_page_asks_the_worker_and_shows_the_queries_when_ready(publis
     doc = _doc(docs, kinds, "uncertain")
     archivist = login(users["archivist"])
     url = reverse("review-item", args=[persona.pk, doc.pk])
+    panel = reverse("review-exposure", args=[persona.pk, doc.pk])
     html = archivist.get(url).content.decode()
+    assert not Exposure.objects.exists()  # a GET writes nothing but the audit row
+    assert f'hx-post="{panel}" hx-trigger="load"' in html  # the page asks on load
+    html = archivist.post(panel, {"back": "review"}, HTTP_HX_REQUEST="true").content.decode()
     row = Exposure.objects.get(document=doc, persona=persona)
     assert row.status == Exposure.Status.QUEUED and row.index_version == c.indexed_version
     assert row.queries == []  # nothing computed on the request
     assert "Finding the queries" in html and 'hx-trigger="every 2s"' in html
-    archivist.get(url)
+    assert 'hx-trigger="load"' not in archivist.get(url).content.decode()
+    archivist.post(panel, HTTP_HX_REQUEST="true")
     assert Exposure.objects.filter(document=doc).count() == 1  # asked once per version
 
     exposure.exposure_compute(exposure_id=row.pk)  # what the worker does
     row.refresh_from_db()
     assert row.status == Exposure.Status.READY and row.queries
-    panel = archivist.get(reverse("review-exposure", args=[persona.pk, doc.pk]))
-    html = panel.content.decode()
+    html = archivist.get(panel).content.decode()
     assert "every 2s" not in html  # done: the page stops polling
     first = row.queries[0]
     assert f"“{first['text']}”" in html and f"#{first['rank'] + 1}" in html
