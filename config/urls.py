@@ -191,6 +191,16 @@ urlpatterns = [
     ),
     path("review/<id:persona_id>/<id:document_id>/", review_views.item, name="review-item"),
     path(
+        "review/<id:persona_id>/<id:document_id>/exposure/",
+        review_views.exposure_panel,
+        name="review-exposure",
+    ),
+    path(
+        "review/documents/<id:document_id>/exposure/",
+        review_views.exposure_panel,
+        name="review-exposure-document",
+    ),
+    path(
         "review/<id:persona_id>/<id:document_id>/decide/",
         review_views.decide,
         name="review-decide",

@@ -151,3 +151,42 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.action} by {self.user_id}"
+
+
+class Exposure(models.Model):
+    """The exposing queries of a document for a persona's searchers, computed by the worker
+    once per index version (``review.exposure``; DOMAIN.md section 10)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Waiting for the worker"
+        RUNNING = "running", "Being computed"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="+")
+    index_version = models.PositiveIntegerField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    requested_at = models.DateTimeField()
+    computed_at = models.DateTimeField(null=True, blank=True)
+    visible = models.BooleanField(
+        null=True, help_text="Whether searchers could see the document when it was computed"
+    )
+    queries = models.JSONField(
+        default=list, help_text="Exposing queries, most exposing first: text, source, rank"
+    )
+    summary = models.JSONField(default=dict, help_text="Candidates, verified, timings")
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "persona", "index_version"], name="exposure_once_per_version"
+            ),
+        ]
+
+    def __str__(self):
+        return f"exposure of doc {self.document_id} for persona {self.persona_id} ({self.status})"

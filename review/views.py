@@ -23,9 +23,9 @@ from ranking import explain, lucene
 from ranking.classifier import stored_scores
 from ranking.highlight import query_stems
 from ranking.services import result_snippet
-from review import selectors, services
+from review import exposure, selectors, services
 from review.audit import audit_described
-from review.models import AuditEvent, Decision, Publication, SearchLog
+from review.models import AuditEvent, Decision, Exposure, Publication, SearchLog
 
 searcher_required = roles.role_required(roles.SEARCHER)
 archivist_required = roles.role_required(roles.ARCHIVIST)
@@ -224,6 +224,9 @@ def item(request, persona_id, document_id):
             document=doc,
             role="archivist",
         )
+    # The worker finds the exposing queries: the page asks (an htmx POST on load, so that
+    # this GET writes nothing but the audit row) and polls; nothing is computed here.
+    found = exposure.exposure_current(document=doc, persona=persona)
     return render(
         request,
         "review/item.html",
@@ -241,9 +244,58 @@ def item(request, persona_id, document_id):
                 model.report.get("top_not_sensitive", [])[:10] if model else []
             ),
             "queries": selectors.exposing_queries(document=doc, persona=persona),
+            "exposure": {**_exposure_context(doc, persona, found, publication), "ask": True},
             "earlier": selectors.decisions_on(document=doc, persona=persona),
             "today": date.today(),
         },
+    )
+
+
+def _exposure_context(doc, persona, found, publication) -> dict:
+    return {
+        "doc": doc,
+        "persona": persona,
+        "row": found,
+        "published": publication is not None and publication.persona_id == persona.pk,
+        "polling": found is not None
+        and found.status in (Exposure.Status.QUEUED, Exposure.Status.RUNNING),
+    }
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@roles.role_required(roles.ARCHIVIST, roles.LEAD)
+def exposure_panel(request, document_id, persona_id=None):
+    """A document's exposing queries for an archivist or a lead (htmx partial, polled while
+    the worker computes them); a POST asks for them (again, with ``again``). Without a
+    persona: the persona the collection is published for (a lead's document page)."""
+    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
+    if persona_id is None:
+        publication = (
+            Publication.objects.filter(collection=doc.collection).select_related("persona").first()
+        )
+        if publication is None:
+            return render(request, "review/_exposure.html", {"exposure": None})
+        persona = publication.persona
+    else:
+        persona = get_object_or_404(Persona, pk=persona_id)
+        publication = Publication.objects.filter(collection=doc.collection, persona=persona).first()
+    if request.method == "POST" and publication is not None:
+        found = exposure.exposure_request(
+            user=request.user, document=doc, persona=persona, again=bool(request.POST.get("again"))
+        )
+    else:
+        found = exposure.exposure_current(document=doc, persona=persona)
+    back = request.POST.get("back") or request.GET.get("back", "")
+    if back not in ("review", "document"):
+        back = "review" if roles.has_role(request.user, roles.ARCHIVIST) else "document"
+    if request.method == "POST" and not request.htmx:
+        if back == "review":
+            return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+        return redirect("document-detail", slug=doc.collection.slug, pk=doc.pk)
+    return render(
+        request,
+        "review/_exposure.html",
+        {"exposure": _exposure_context(doc, persona, found, publication), "back": back},
     )
 
 

@@ -21,8 +21,8 @@ LAYER_NAMES = {CORE: "core", DATA: "data", SERVICES: "services", ENTRY: "entry p
 LAYERS = [
     # pure: numpy / scipy / scikit-learn / pyserini, no Django, no app data
     (
-        r"ranking\.(active|explain|features|highlight|ltr|lucene|measures|protection|protection_eval"
-        r"|runs|sensitivity|simulate|simulate_stopping|stopping|visible)",
+        r"ranking\.(active|explain|exposure|features|highlight|ltr|lucene|measures|protection"
+        r"|protection_eval|runs|sensitivity|simulate|simulate_stopping|stopping|visible)",
         CORE,
     ),
     (r"annotate\.(agreement|parsing(\..+)?)", CORE),
@@ -37,7 +37,7 @@ LAYERS = [
         SERVICES,
     ),
     (r"ranking\.(services|selectors|pooling|learning|classifier|check_samples)", SERVICES),
-    (r"review\.(services|selectors|visibility|audit)", SERVICES),
+    (r"review\.(services|selectors|visibility|audit|exposure)", SERVICES),
     # what a request, a worker or a command enters through
     (
         r"(annotate|ranking|review)\.(views|api|judging_api|lead_api|judging|lead|forms|admin|apps"
