@@ -97,7 +97,7 @@ class _Target:
         self.stack: list[str] = []
 
     def _where(self) -> str:
-        p = self.parser_ref[0].parser
+        p = self.parser_ref[0]
         return f"line {p.CurrentLineNumber} (offset {p.CurrentByteIndex})"
 
     def start(self, tag, attrib):
@@ -156,31 +156,34 @@ def _refuse_dtd(*_args):
 
 
 def _messages(data: bytes, label: str) -> Iterator[tuple[ET.Element, str, str] | Issue]:
-    holder: list = []
+    # expat directly (ElementTree's C parser hides it): positions for every report, and
+    # defusedxml's guard by hand: a DTD, an entity declaration or an external reference
+    # raises before expat can expand or fetch anything.
+    raw = expat.ParserCreate(namespace_separator="}")
+    holder = [raw]
     target = _Target(holder)
-    # defusedxml's guard, by hand: every DTD, entity declaration and external reference is
-    # refused by the handlers set below, before expat can expand or fetch anything.
-    parser = ET.XMLParser(target=target)  # noqa: S314
-    holder.append(parser)
-    raw = parser.parser
+    raw.StartElementHandler = target.start
+    raw.EndElementHandler = target.end
+    raw.CharacterDataHandler = target.data
     raw.StartDoctypeDeclHandler = _refuse_dtd
     raw.EntityDeclHandler = _refuse_dtd
     raw.ExternalEntityRefHandler = _refuse_dtd
+    raw.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     try:
         for start in range(0, len(data), _FEED_CHUNK):
-            parser.feed(data[start : start + _FEED_CHUNK])
+            raw.Parse(data[start : start + _FEED_CHUNK], False)
             yield from target.done
             target.done = []
-        parser.close()
+        raw.Parse(b"", True)
         yield from target.done
     except EaxsError as exc:
         yield from target.done
         yield Issue(label, target._where(), f"{exc}; the rest of the file was not read")
-    except (ET.ParseError, expat.ExpatError) as exc:
+    except expat.ExpatError as exc:
         yield from target.done
-        position = getattr(exc, "position", None)
-        where = f"line {position[0]} column {position[1]}" if position else target._where()
-        yield Issue(label, where, f"not well-formed XML ({exc}); the rest was not read"[:300])
+        where = f"line {exc.lineno} column {exc.offset}"
+        reason = f"not well-formed XML ({expat.ErrorString(exc.code)}); the rest was not read"
+        yield Issue(label, where, reason)
 
 
 def _decode(content: str, encoding: str, problems: list[str], what: str) -> bytes:

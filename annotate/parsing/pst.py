@@ -20,6 +20,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -47,14 +48,14 @@ def readpst_path() -> str | None:
     return shutil.which("readpst")
 
 
-def _command(exe: str, out: Path, pst: Path, limits) -> list[str]:
+def _command(exe: str, out: Path, pst: Path, limits, budget: int) -> list[str]:
     # -e: one file per message, with extension, a directory per folder; -8: UTF-8 bodies
     # where the PST has them; -b: no RTF copy of each body as an attachment.
     command = [exe, "-e", "-8", "-b", "-o", str(out), str(pst)]
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         return command
-    fsize = max(limits.max_message_bytes, limits.max_archive_bytes)
+    fsize = budget  # no one file may hold more than all of them may
     return [
         prlimit,
         f"--as={MAX_EXTRACT_MEMORY}",
@@ -79,7 +80,7 @@ def _run(exe: str, pst: Path, out: Path, log: Path, limits, budget: int) -> tupl
     started = time.monotonic()
     with open(log, "wb") as log_fh:
         proc = subprocess.Popen(
-            _command(exe, out, pst, limits),
+            _command(exe, out, pst, limits, budget),
             stdin=subprocess.DEVNULL,
             stdout=log_fh,
             stderr=subprocess.STDOUT,
@@ -100,7 +101,7 @@ def _run(exe: str, pst: Path, out: Path, log: Path, limits, budget: int) -> tupl
                 )
             else:
                 measured = time.monotonic()
-                if _tree_bytes(out) > budget:
+                if _tree_bytes(out) >= budget:
                     reason = (
                         f"readpst wrote more than {budget / 1024**2:.0f} MB "
                         "(SASC_MAX_ARCHIVE_BYTES, or three times the PST) and was stopped"
@@ -108,7 +109,9 @@ def _run(exe: str, pst: Path, out: Path, log: Path, limits, budget: int) -> tupl
                 # Measuring a large tree costs time: measure less often as it grows.
                 interval = min(5.0, max(0.2, 4 * (time.monotonic() - measured)))
             if reason:
-                proc.kill()
+                # The whole session: readpst and anything it started.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 return None, reason
 

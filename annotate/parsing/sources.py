@@ -193,18 +193,14 @@ def iter_maildir(path: Path, label: str, folder: str, limits: Limits):
             yield Issue(label, key, f"cannot read message: {exc}"[:300])
             continue
         with fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > limits.max_message_bytes:
-                if limits.known is not None and limits.known(_docid(docid)):
-                    yield EmailItem(_docid(docid), label, key, None, folder)
-                    continue
-                yield Issue(
-                    label,
-                    key,
-                    f"message is {_mb(size)}, over the {_mb(limits.max_message_bytes)} limit",
-                )
-                continue
+            # Read one byte past the limit, never more: a larger message is refused.
             data = fh.read(limits.max_message_bytes + 1)
+        if len(data) > limits.max_message_bytes:
+            if limits.known is not None and limits.known(_docid(docid)):
+                yield EmailItem(_docid(docid), label, key, None, folder)
+                continue
+            yield Issue(label, key, f"message is over the {_mb(limits.max_message_bytes)} limit")
+            continue
         if not data:
             yield Issue(label, key, "empty file")
             continue
