@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from django.db import transaction
 
 from annotate.models import Collection, Document
+from annotate.parsing.sources import folder_name, join_folder
 from annotate.parsing.threads import ThreadInput, assign_threads, id_list, normalise_id
 
 UPDATE_BATCH = 2000
@@ -65,16 +66,18 @@ def headers_threading(raw_headers: str) -> tuple[str, list[str]]:
 def folder_from_docid(docid: str) -> str:
     """Return the folder of a document stored before folders were kept: the directory part
     of its doc id below the imported root (``box/Inbox/1.eml`` -> ``Inbox``)."""
-    path, hash_sign, _n = docid.partition("#")
+    path, _hash, number = docid.partition("#")
     parts = path.split("/")
-    if hash_sign and parts[-1].lower().endswith((".mbox", ".mbx")):
-        # "<root>/Archive/Sent.mbox#3": the mbox is a folder of its own.
+    if number.isdigit() and not parts[-1].lower().endswith((".jsonl", ".ndjson", ".xml")):
+        # "<root>/Archive/Sent.mbox#3", Thunderbird's "<root>/Inbox#3": an mbox is a folder.
         inner = parts[1:-1] if len(parts) > 1 else []
-        parts = [*inner, parts[-1].rsplit(".", 1)[0]]
+        name = parts[-1]
+        if name.lower().endswith((".mbox", ".mbx")):
+            name = name.rsplit(".", 1)[0]
+        parts = [*inner, name]
     else:
         parts = parts[1:-1]  # drop the imported root's own name and the file name
-    parts = [p for p in parts if p not in ("cur", "new", "tmp")]
-    return "/".join(parts)[:500]
+    return join_folder(*(folder_name(p) for p in parts if p not in ("cur", "new", "tmp")))
 
 
 def collection_threading_backfill(*, collection: Collection, model=Document) -> int:

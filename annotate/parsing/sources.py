@@ -131,7 +131,7 @@ def iter_emails(
     yield from _iter_file(path, label or path.name, limits)
 
 
-def _folder_name(part: str) -> str:
+def folder_name(part: str) -> str:
     """Return a mailbox folder's name from a directory name: Thunderbird's ``X.sbd`` (the
     subfolders of mbox ``X``) is ``X``; Maildir++'s ``.Sent.2001`` is ``Sent/2001``."""
     if part.endswith(".sbd"):
@@ -149,7 +149,7 @@ def _iter_dir(root: Path, limits: Limits) -> Iterator[EmailItem | Issue]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = Path(dirpath)
         rel_dir = here.relative_to(root)
-        folder = join_folder(*(_folder_name(p) for p in rel_dir.parts))
+        folder = join_folder(*(folder_name(p) for p in rel_dir.parts))
         if _is_maildir(here):
             yield from iter_maildir(here, f"{root.name}/{rel_dir.as_posix()}", folder, limits)
             # cur/new/tmp were read (tmp holds deliveries not finished: never read); its
@@ -643,7 +643,7 @@ def _iter_zip(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Is
                 continue
             total += len(data)
             pure = PurePosixPath(member)
-            folder = join_folder(*(_folder_name(p) for p in pure.parent.parts))
+            folder = join_folder(*(folder_name(p) for p in pure.parent.parts))
             folder = "/".join(p for p in folder.split("/") if p not in ("cur", "new"))
             yield from _iter_data(
                 data,
