@@ -609,9 +609,7 @@ def document_thread(*, document: Document, limit: int = THREAD_SHOWN) -> dict:
         rows = list(same.order_by(F("date").asc(nulls_last=True), "docid").values(*fields)[:limit])
     else:
         half = limit // 2
-        before = list(
-            same.filter(date__lt=when).order_by("-date", "-docid").values(*fields)[:half]
-        )
+        before = list(same.filter(date__lt=when).order_by("-date", "-docid").values(*fields)[:half])
         after = list(
             same.filter(date__gte=when)
             .exclude(pk=document.pk)

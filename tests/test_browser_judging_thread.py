@@ -42,8 +42,12 @@ def threaded(db, tmp_path, make_user):
     alice.save()
     middle = Document.objects.get(collection=collection, docid="box/Inbox/Budget/6.eml")
     project = ProjectFactory(
-        name="Thread", collection=collection, personas=[persona], topics=[topic],
-        annotators=[alice], documents=[middle],
+        name="Thread",
+        collection=collection,
+        personas=[persona],
+        topics=[topic],
+        annotators=[alice],
+        documents=[middle],
     )
     return project
 

@@ -147,11 +147,15 @@ def assign_threads(messages: Iterable[ThreadInput]) -> dict[object, str]:
             anchor = f"s:{subject}"
             for own, _replied in members:
                 uf.union(own, anchor)
-    # Name each thread after its earliest message.
+    # Name each thread after its earliest message (one find and one hash per thread).
+    roots: dict[object, str] = {}
     earliest: dict[str, tuple[tuple, str]] = {}
     for m in items:
-        root = uf.find(nodes[m.key])
-        candidate = (m.sort_key, nodes[m.key])
-        if root not in earliest or candidate < earliest[root]:
+        node = nodes[m.key]
+        root = roots[m.key] = uf.find(node)
+        candidate = (m.sort_key, node)
+        best = earliest.get(root)
+        if best is None or candidate < best:
             earliest[root] = candidate
-    return {m.key: _key(earliest[uf.find(nodes[m.key])][1]) for m in items}
+    names = {root: _key(node) for root, (_sort, node) in earliest.items()}
+    return {key: names[root] for key, root in roots.items()}

@@ -181,7 +181,8 @@ def _multibody():
         <ExtBodyContent><RelPath>attachments/scan.pdf</RelPath></ExtBodyContent></SingleBody>
       <SingleBody><ContentType>message/rfc822</ContentType>
         <ChildMessage><MessageId>&lt;c@x&gt;</MessageId><Subject>Forwarded</Subject>
-          <SingleBody><ContentType>text/plain</ContentType><BodyContent><Content>inner words</Content></BodyContent></SingleBody>
+          <SingleBody><ContentType>text/plain</ContentType>
+            <BodyContent><Content>inner words</Content></BodyContent></SingleBody>
         </ChildMessage></SingleBody>
     </MultiBody>"""
 

@@ -234,8 +234,12 @@ def test_upload_takes_outlook_messages_and_eaxs_accounts_with_their_folders(
             with django_capture_on_commit_callbacks(execute=True):
                 client.post(
                     reverse("import"),
-                    {"collection": collection.pk, "format": "emails", "new_kind": "email",
-                     "file": upload},
+                    {
+                        "collection": collection.pk,
+                        "format": "emails",
+                        "new_kind": "email",
+                        "file": upload,
+                    },
                 )
     finally:
         app.conf.task_always_eager = False
