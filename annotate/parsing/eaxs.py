@@ -14,12 +14,11 @@ by their local names. DTDs are refused, so no entity can expand or reach outside
 
 import base64
 import binascii
-import email.utils
 import quopri
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from xml.parsers import expat
 
 from annotate.parsing import Issue
@@ -33,6 +32,8 @@ from annotate.parsing.emails import (
     nested_message_attachment,
     parse_date,
     sanitise_filename,
+    set_addresses,
+    utc_instant,
 )
 from annotate.parsing.html_text import html_to_text
 from annotate.parsing.sources import EmailItem, _docid, _mb, join_folder
@@ -273,13 +274,7 @@ def _date(value: str, problems: list[str]) -> datetime | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return parse_date(value, problems)
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    try:
-        return parsed.astimezone(UTC)
-    except OverflowError:
-        problems.append(f"OrigDate out of range {value[:80]!r}")
-        return None
+    return utc_instant(parsed, value, problems, "OrigDate")
 
 
 def fill_message(out: ParsedEmail, el: ET.Element, depth: int = 0) -> None:
@@ -299,13 +294,7 @@ def fill_message(out: ParsedEmail, el: ET.Element, depth: int = 0) -> None:
         references.extend(id_list(text) or ([normalise_id(text)] if normalise_id(text) else []))
     out.in_reply_to = parents[0] if parents else ""
     out.references = list(dict.fromkeys(references))[:50]
-    from_pairs = email.utils.getaddresses([out.from_header]) if out.from_header else []
-    out.addresses = {
-        "from": from_pairs[0][1].lower() if from_pairs and "@" in from_pairs[0][1] else ""
-    }
-    for key in ("to", "cc", "bcc"):
-        value = getattr(out, f"{key}_header")
-        out.addresses[key] = [a.lower() for _n, a in email.utils.getaddresses([value]) if "@" in a]
+    set_addresses(out)
     headers = [
         f"{_text(_child(h, 'Name'))}: {_text(_child(h, 'Value'))}" for h in _children(el, "Header")
     ]

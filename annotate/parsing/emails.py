@@ -160,14 +160,20 @@ def parse_date(value: str, problems: list[str]) -> datetime | None:
     except (TypeError, ValueError, IndexError, OverflowError):
         problems.append(f"header Date: unparseable value {value[:80]!r}")
         return None
+    return utc_instant(parsed, value, problems, "header Date")
+
+
+def utc_instant(parsed: datetime, value: str, problems: list[str], what: str) -> datetime | None:
+    """Return ``parsed`` as its UTC instant (naive values are taken as UTC); None, noted, if
+    it cannot be one."""
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
-    # The instant in UTC: RFC 5322 allows offsets up to +-99:59, PostgreSQL stores at most
-    # +-15:59 and refuses the whole batch otherwise ("-1600" is in the SpamAssassin corpus).
+    # RFC 5322 allows offsets up to +-99:59, PostgreSQL stores at most +-15:59 and refuses
+    # the whole batch otherwise ("-1600" is in the SpamAssassin corpus).
     try:
         return parsed.astimezone(UTC)
     except OverflowError:
-        problems.append(f"header Date: out of range {value[:80]!r}")
+        problems.append(f"{what}: out of range {value[:80]!r}")
         return None
 
 
@@ -341,6 +347,14 @@ class _Walker:
         self.attachments.append(nested_message_attachment(nested, len(self.attachments)))
 
 
+def set_addresses(out: ParsedEmail) -> None:
+    """Set ``out.addresses`` (normalised, lower-case) from its From/To/Cc/Bcc headers."""
+    from_addrs = _addresses(out.from_header)
+    out.addresses = {"from": from_addrs[0] if from_addrs else ""}
+    for key in _ADDRESS_HEADERS:
+        out.addresses[key] = _addresses(getattr(out, f"{key}_header"))
+
+
 def set_thread_headers(out: ParsedEmail, in_reply_to: str, references: str) -> None:
     """Store the ids of In-Reply-To (its first) and References on ``out``."""
     parents = id_list(in_reply_to)
@@ -360,10 +374,7 @@ def _fill(out: ParsedEmail, msg: Message, depth: int = 0) -> None:
     set_thread_headers(
         out, _header(msg, "In-Reply-To", problems), _header(msg, "References", problems)
     )
-    from_addrs = _addresses(out.from_header)
-    out.addresses = {"from": from_addrs[0] if from_addrs else ""}
-    for key in _ADDRESS_HEADERS:
-        out.addresses[key] = _addresses(getattr(out, f"{key}_header"))
+    set_addresses(out)
     walker = _Walker(problems)
     walker.walk(msg, depth)
     if walker.plain:

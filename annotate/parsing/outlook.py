@@ -19,6 +19,7 @@ from annotate.parsing.emails import (
     clean_text,
     nested_message_attachment,
     parse_date,
+    set_addresses,
     set_thread_headers,
 )
 from annotate.parsing.html_text import html_to_text
@@ -82,13 +83,7 @@ def _fill(out: ParsedEmail, msg, depth: int) -> None:
             out.date = msg.date
         except Exception:
             problems.append("the message's sent date could not be read")
-    addresses = email.utils.getaddresses([out.from_header]) if out.from_header else []
-    out.addresses = {
-        "from": addresses[0][1].lower() if addresses and "@" in addresses[0][1] else ""
-    }
-    for key in ("to", "cc", "bcc"):
-        value = getattr(out, f"{key}_header")
-        out.addresses[key] = [a.lower() for _n, a in email.utils.getaddresses([value]) if "@" in a]
+    set_addresses(out)
     body = clean_text(msg.body or "")
     if not body.strip():
         html = msg.htmlBody
