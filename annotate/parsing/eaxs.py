@@ -33,9 +33,9 @@ from annotate.parsing.emails import (
     parse_date,
     sanitise_filename,
     set_addresses,
+    set_body,
     utc_instant,
 )
-from annotate.parsing.html_text import html_to_text
 from annotate.parsing.sources import EmailItem, _docid, _mb, join_folder
 from annotate.parsing.threads import id_list, normalise_id
 
@@ -301,11 +301,7 @@ def fill_message(out: ParsedEmail, el: ET.Element, depth: int = 0) -> None:
     out.raw_headers = "\n".join(headers)[:200_000]
     bodies = _Bodies(out)
     bodies.walk(el, depth)
-    if bodies.plain:
-        out.body = "\n\n".join(t.strip("\n") for t in bodies.plain)
-    elif bodies.html:
-        out.body = "\n\n".join(html_to_text(t) for t in bodies.html)
-        out.body_from_html = True
+    set_body(out, bodies.plain, bodies.html)
     for incomplete in _children(el, "Incomplete"):
         problems.append(f"EAXS marks the message incomplete: {_text(incomplete)[:200]}")
 

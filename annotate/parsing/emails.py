@@ -347,6 +347,15 @@ class _Walker:
         self.attachments.append(nested_message_attachment(nested, len(self.attachments)))
 
 
+def set_body(out: ParsedEmail, plain: list[str], html: list[str]) -> None:
+    """Set the body from the text/plain parts, else from the HTML parts as text (flagged)."""
+    if plain:
+        out.body = "\n\n".join(t.strip("\n") for t in plain)
+    elif html:
+        out.body = "\n\n".join(html_to_text(t) for t in html)
+        out.body_from_html = True
+
+
 def set_addresses(out: ParsedEmail) -> None:
     """Set ``out.addresses`` (normalised, lower-case) from its From/To/Cc/Bcc headers."""
     from_addrs = _addresses(out.from_header)
@@ -377,11 +386,7 @@ def _fill(out: ParsedEmail, msg: Message, depth: int = 0) -> None:
     set_addresses(out)
     walker = _Walker(problems)
     walker.walk(msg, depth)
-    if walker.plain:
-        out.body = "\n\n".join(t.strip("\n") for t in walker.plain)
-    elif walker.html:
-        out.body = "\n\n".join(html_to_text(t) for t in walker.html)
-        out.body_from_html = True
+    set_body(out, walker.plain, walker.html)
     out.attachments = walker.attachments
 
 
