@@ -92,7 +92,8 @@ def _fill(out: ParsedEmail, msg, depth: int) -> None:
                 html.decode("utf-8", "replace") if isinstance(html, bytes) else html
             )
             out.body_from_html = True
-        elif msg.rtfBody:
+        elif msg.exists("__substg1.0_10090102"):
+            # Not decompressed: compressed RTF expands many times over, and is not read.
             problems.append("the body is only in RTF, which is not read")
     else:
         out.body = body.strip("\n")

@@ -50,6 +50,23 @@ def test_an_import_stores_folders_and_one_thread_key_per_thread_across_formats(d
     keys = _keys(collection)
     assert keys["Budget"] == keys["Re: Budget"] == keys["RE: Budget"] != keys["Lunch"]
     assert all(len(k) == 32 for k in keys.values())
+    # Maildir++ and EAXS beside them; then a second run of everything stores nothing new.
+    (root / "mail" / ".Sent" / "cur").mkdir(parents=True)
+    for sub in ("cur", "new", "tmp"):
+        (root / "mail" / sub).mkdir(exist_ok=True)
+    (root / "mail" / ".Sent" / "new").mkdir()
+    (root / "mail" / ".Sent" / "tmp").mkdir()
+    (root / "mail" / ".Sent" / "cur" / "9.host:2,S").write_bytes(
+        _eml("Re: Lunch", "l2@x", parent="l1@x", day=4)
+    )
+    services.import_run(collection=collection, fmt="emails", path=root)
+    stored = list(Document.objects.order_by("pk").values_list("docid", "folder", "thread_key"))
+    assert ("box/mail/.Sent/9.host", "mail/Sent", keys["Lunch"]) in stored
+    again = services.import_run(collection=collection, fmt="emails", path=root)
+    assert (again.created, again.duplicates) == (0, 0)
+    assert list(Document.objects.order_by("pk").values_list("docid", "folder", "thread_key")) == (
+        stored
+    )
 
 
 def test_a_later_import_links_into_stored_threads_and_a_rerun_adds_nothing(db, tmp_path):
