@@ -36,7 +36,7 @@ from annotate.parsing.emails import (
     set_body,
     utc_instant,
 )
-from annotate.parsing.sources import EmailItem, _docid, _mb, join_folder
+from annotate.parsing.items import EmailItem, _docid, _mb, join_folder
 from annotate.parsing.threads import id_list, normalise_id
 
 MAX_FOLDER_DEPTH = 64

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotate.parsing import Issue
-from annotate.parsing.sources import EmailItem, _docid, _mb, _single, join_folder
+from annotate.parsing.items import EmailItem, _docid, _mb, _single, join_folder
 
 PST_SIGNATURE = b"!BDN"
 # Address space of the child: generous for a large PST's index, finite for a hostile one.
