@@ -62,6 +62,7 @@ def _message_context(task) -> dict:
     return {
         "task": task,
         "doc": task.document,
+        "thread": selectors.document_thread(document=task.document),
         "highlighted_body": highlight(task.document.body, stems, light_stem),
         "relevance_choices": Judgment.Relevance.choices[::-1],
         "answer_choices": Answer.choices,

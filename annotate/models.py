@@ -67,6 +67,15 @@ class Document(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     # Docids of copies of this message that were found and not stored again.
     duplicate_docids = models.JSONField(default=list, blank=True)
+    # The mailbox folder the message was filed in ("Inbox/Projects"; PST, EAXS, Maildir++
+    # and mbox folders, or the directory of a file), "" when the input had none.
+    folder = models.CharField(max_length=500, blank=True)
+    # Threading headers, ids without angle brackets (annotate.parsing.threads).
+    in_reply_to = models.CharField(max_length=998, blank=True)
+    references = models.JSONField(default=list, blank=True)
+    # The thread this message belongs to: equal keys, one thread (annotate.threads sets it
+    # after every import, from the headers above and then the subject).
+    thread_key = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -74,7 +83,11 @@ class Document(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["collection", "docid"], name="document_docid_unique"),
         ]
-        indexes = [models.Index(fields=["collection", "content_hash"])]
+        indexes = [
+            models.Index(fields=["collection", "content_hash"]),
+            models.Index(fields=["collection", "thread_key"], name="document_thread_idx"),
+            models.Index(fields=["collection", "folder"], name="document_folder_idx"),
+        ]
 
     def __str__(self):
         return f"{self.docid}: {self.subject[:60]}"

@@ -23,7 +23,7 @@ from ranking.services import job_index_create
 logger = logging.getLogger(__name__)
 
 IMPORT_FORMATS = {
-    "emails": "Email: RFC-822 file, mbox, JSONL or zip of messages",
+    "emails": "Email: RFC-822, mbox, Outlook .msg or PST/OST, EAXS XML, JSONL, or a zip",
     "smart": "SMART documents (Cranfield, CACM)",
     "topics-trec": "Topics: TREC format",
     "topics-smart": "Topics: SMART queries (ids kept)",

@@ -33,7 +33,7 @@ LAYERS = [
     # writes and reads
     (
         r"annotate\.(services|selectors|jobs|projects|judgments|labels|exports|charts|importers"
-        r"|audit)",
+        r"|audit|threads)",
         SERVICES,
     ),
     (r"ranking\.(services|selectors|pooling|learning|classifier|check_samples)", SERVICES),
