@@ -5,8 +5,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("annotate", "0007_document_folder_thread")]
-AFTER = [("annotate", "0008_backfill_threads_folders")]
+BEFORE = [("annotate", "0008_document_folder_thread")]
+AFTER = [("annotate", "0009_backfill_threads_folders")]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotate', '0006_job_heartbeat'),
+        ('annotate', '0007_task_source_check'),
     ]
 
     operations = [

@@ -17,7 +17,7 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotate", "0007_document_folder_thread"),
+        ("annotate", "0008_document_folder_thread"),
     ]
 
     operations = [
