@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotate import importers, roles
 from annotate.audit import audit_record
+from annotate.entities import collection_entities_detect, entities_detect_queue
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import (
     Collection,
@@ -211,6 +212,8 @@ def job_import_run(*, job_id: int) -> None:
         )
     ):
         job_index_create(collection=job.collection, user=job.created_by)
+    if report.created and job.collection is not None:
+        entities_detect_queue(collection=job.collection)
 
 
 def import_recorded(
@@ -239,4 +242,7 @@ def import_recorded(
         },
     )
     with job_running(job):
-        return job, _import_execute(job, progress)
+        report = _import_execute(job, progress)
+    if report.created and collection is not None:
+        collection_entities_detect(collection_id=collection.pk)
+    return job, report

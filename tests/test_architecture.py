@@ -21,7 +21,7 @@ LAYER_NAMES = {CORE: "core", DATA: "data", SERVICES: "services", ENTRY: "entry p
 LAYERS = [
     # pure: numpy / scipy / scikit-learn / pyserini, no Django, no app data
     (
-        r"ranking\.(active|explain|features|highlight|ltr|lucene|measures|protection|protection_eval"
+        r"ranking\.(active|entities|explain|features|highlight|ltr|lucene|measures|protection|protection_eval"
         r"|runs|sensitivity|simulate|visible)",
         CORE,
     ),
@@ -32,12 +32,12 @@ LAYERS = [
     (r"annotate\.roles", DATA),
     # writes and reads
     (
-        r"annotate\.(services|selectors|jobs|projects|judgments|labels|exports|charts|importers"
+        r"annotate\.(services|selectors|jobs|projects|judgments|labels|exports|charts|importers|entities"
         r"|audit)",
         SERVICES,
     ),
     (r"ranking\.(services|selectors|pooling|learning|classifier)", SERVICES),
-    (r"review\.(services|selectors|visibility|audit)", SERVICES),
+    (r"review\.(services|selectors|visibility|audit|redaction)", SERVICES),
     # what a request, a worker or a command enters through
     (
         r"(annotate|ranking|review)\.(views|api|judging_api|lead_api|judging|lead|forms|admin|apps"
