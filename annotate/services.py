@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from annotate import importers, roles
 from annotate.audit import audit_record
-from annotate.entities import collection_entities_detect, entities_detect_queue
+from annotate.entities import collection_entities_detect
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import (
     Collection,
@@ -127,14 +127,18 @@ def import_run(
 ) -> importers.ImportReport:
     """Dispatch one import by format name (the formats of ``IMPORT_FORMATS``)."""
     path = Path(path)
-    if fmt == "emails":
-        return importers.collection_import_emails(
-            collection=collection, path=path, label=label, progress=progress
+    if fmt in ("emails", "smart"):
+        load = (
+            importers.collection_import_emails
+            if fmt == "emails"
+            else importers.collection_import_smart
         )
-    if fmt == "smart":
-        return importers.collection_import_smart(
-            collection=collection, path=path, label=label, progress=progress
-        )
+        report = load(collection=collection, path=path, label=label, progress=progress)
+        if report.created:
+            # the new documents' sensitive entities (issue 20), in the importing process:
+            # the worker for an upload, the command for the command line
+            collection_entities_detect(collection_id=collection.pk)
+        return report
     if fmt.startswith("topics-"):
         kind = fmt.removeprefix("topics-")
         return importers.topics_import(
@@ -212,8 +216,6 @@ def job_import_run(*, job_id: int) -> None:
         )
     ):
         job_index_create(collection=job.collection, user=job.created_by)
-    if report.created and job.collection is not None:
-        entities_detect_queue(collection=job.collection)
 
 
 def import_recorded(
@@ -242,7 +244,4 @@ def import_recorded(
         },
     )
     with job_running(job):
-        report = _import_execute(job, progress)
-    if report.created and collection is not None:
-        collection_entities_detect(collection_id=collection.pk)
-    return job, report
+        return job, _import_execute(job, progress)

@@ -174,7 +174,7 @@ def _check_spans(document: Document, spans: list[dict], reason_codes: set[str]) 
             raise RedactionError("a span needs whole-number start and end offsets") from exc
         size = len(getattr(document, field))
         if not 0 <= start < end <= size:
-            raise RedactionError(f"the span {start}-{end} is outside the {field} ({size} characters)")
+            raise RedactionError(f"the span {start}-{end} is outside the {field} ({size} chars)")
         reason = s.get("reason", "")
         if reason not in reason_codes:
             raise RedactionError(f"“{reason}” is not one of the redaction reasons")
@@ -188,8 +188,11 @@ def _check_spans(document: Document, spans: list[dict], reason_codes: set[str]) 
                 "text": getattr(document, field)[start:end][:200],
             }
         )
-    clean.sort(key=lambda s: (s["field"], s["start"], s["end"]))
-    return clean
+    # the same span ticked and typed: once, as first given (a ticked one keeps its kind)
+    unique = {}
+    for s in clean:
+        unique.setdefault((s["field"], s["start"], s["end"]), s)
+    return sorted(unique.values(), key=lambda s: (s["field"], s["start"], s["end"]))
 
 
 def _next_version(persona, document) -> int:
