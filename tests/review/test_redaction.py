@@ -45,7 +45,9 @@ def _redact(users, persona, doc, **kw):
     made = redaction.redaction_save(
         archivist=users["archivist"], persona=persona, document=doc, spans=_number_spans(doc), **kw
     )
-    services.review_decide(archivist=users["archivist"], persona=persona, document=doc, kind="release")
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=doc, kind="release"
+    )
     return made
 
 
@@ -87,9 +89,7 @@ def test_a_redacted_documents_other_words_keep_their_statistics(account, users):
     assert after.index.n == before.index.n
 
 
-def test_a_lead_goes_back_to_no_redaction_and_the_number_is_searchable_again(
-    account, login, users
-):
+def test_a_lead_goes_back_to_no_redaction_and_the_number_is_searchable_again(account, login, users):
     c, persona, doc = account
     _redact(users, persona, doc)
     lead = login(users["lead"])
