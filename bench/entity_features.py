@@ -1,10 +1,10 @@
 """Held-out F1 of the sensitivity classifier with and without the entity-count features
 (issue 20), on CACM (category 4.1 as the sensitive class, as in docs/protection.md) and on
 the demo's fallback corpus (the 39 sample messages, all ham: the demo persona's labels come
-from its annotators, so offline there are none to measure against; the run says so). Cross-validated F1 (``sensitivity.train``'s report:
-5-fold out-of-fold predictions at the tuned threshold), three seeds each; the baseline in the
-same run is the same classifier without the entity features, and calling everything
-sensitive.
+from its annotators, so offline there are none to measure against; the run says so).
+Cross-validated F1 (``sensitivity.train``'s report: 5-fold out-of-fold predictions at the
+tuned threshold), three seeds each; the baseline in the same run is the same classifier
+without the entity features, and calling everything sensitive.
 
     python bench/entity_features.py
 """
