@@ -48,9 +48,7 @@ def test_a_date_is_a_date_of_birth_only_after_words_that_say_so():
 
 def test_a_persona_lexicon_finds_its_phrases_as_whole_words():
     found = recognise("Ask Project Raptor about it; raptors fly.", {"projects": ["project raptor"]})
-    assert [(e.kind, e.text, e.label) for e in found] == [
-        ("persona", "Project Raptor", "projects")
-    ]
+    assert [(e.kind, e.text, e.label) for e in found] == [("persona", "Project Raptor", "projects")]
     assert entities.lexicon_terms("# people\nKen Lay, Jeff Skilling\n\nRaptor\n") == [
         "Ken Lay",
         "Jeff Skilling",
