@@ -99,6 +99,8 @@ def test_a_lead_goes_back_to_no_redaction_and_the_number_is_searchable_again(acc
     lead.post(reverse("review-redaction-revert", args=[persona.pk, doc.pk]), {"to_version": 1})
     assert visibility.view(c.publication).search(NUMBER, 10) == []
     assert AuditEvent.objects.filter(action="redaction-revert").count() == 2
+    log = lead.get(reverse("audit-log")).content.decode()
+    assert "redacted 2 span(s)" in log and "back to no redaction" in log
 
 
 def test_an_expired_redaction_ends_like_an_expired_withholding(account, users):
