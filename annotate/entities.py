@@ -141,8 +141,7 @@ def document_entity_view(
 
 
 KIND_WORDS = recognisers.KINDS
-# Suggested for redaction at once (ticked): personal data found with a checksum or a strict
-# format; the lexicons' words are shown, for the archivist to judge.
-SUGGESTED = frozenset(
-    {"card", "iban", "account", "national_id", "email", "phone", "dob", "address"}
-)
+# Suggested for redaction at once (ticked): numbers and dates found with a checksum or a
+# context word; addresses, phones, emails (in mail, mostly senders and lists) and the
+# lexicons' words are offered unticked, for the archivist to judge.
+SUGGESTED = frozenset({"card", "iban", "account", "national_id", "dob"})
