@@ -136,7 +136,7 @@ def _redact(e, d, names):
         names.persona(d.get("persona")),
         d.get("version"),
         ", ".join(reasons) or "no reason",
-        f" until {d['until']}" if d.get("until") else "",
+        f" until {d['until_day']}" if d.get("until_day") else "",
     )
 
 

@@ -200,6 +200,36 @@ def _next_version(persona, document) -> int:
     return (top["v"] or 0) + 1
 
 
+def _version_add(*, user, persona, document, action: str, kept, until, note, reverts, **detail):
+    """Store the next version and its audit row in one transaction (versions are numbered
+    one at a time per persona: the persona row is locked)."""
+    from review.services import audit
+
+    with transaction.atomic():
+        Persona.objects.select_for_update().get(pk=persona.pk)
+        redaction = Redaction.objects.create(
+            persona=persona,
+            document=document,
+            version=_next_version(persona, document),
+            spans=kept,
+            until=until,
+            note=note,
+            reverts=reverts,
+            made_by=user,
+            made_at=timezone.now(),
+        )
+        audit(
+            user=user,
+            action=action,
+            collection=document.collection,
+            document=document,
+            persona=persona.pk,
+            version=redaction.version,
+            **detail,
+        )
+    return redaction
+
+
 def redaction_save(
     *,
     archivist,
@@ -217,31 +247,18 @@ def redaction_save(
         raise RedactionError("a redaction must end after today")
     if len(note) > 10_000:
         raise RedactionError("the note is longer than 10,000 characters")
-    from review.services import audit
-
-    with transaction.atomic():
-        Persona.objects.select_for_update().get(pk=persona.pk)  # one version number at a time
-        redaction = Redaction.objects.create(
-            persona=persona,
-            document=document,
-            version=_next_version(persona, document),
-            spans=clean,
-            until=until,
-            note=note,
-            made_by=archivist,
-            made_at=timezone.now(),
-        )
-        audit(
-            user=archivist,
-            action="redact",
-            collection=document.collection,
-            document=document,
-            persona=persona.pk,
-            version=redaction.version,
-            spans=[{k: s[k] for k in ("field", "start", "end", "kind", "reason")} for s in clean],
-            until=until.isoformat() if until else None,
-        )
-    return redaction
+    return _version_add(
+        user=archivist,
+        persona=persona,
+        document=document,
+        action="redact",
+        kept=clean,
+        until=until,
+        note=note,
+        reverts=None,
+        spans=[{k: s[k] for k in ("field", "start", "end", "kind", "reason")} for s in clean],
+        until_day=until.isoformat() if until else None,
+    )
 
 
 def redaction_revert(
@@ -257,31 +274,17 @@ def redaction_revert(
         spans, until = earlier.spans, earlier.until
     else:
         spans, until = [], None
-    from review.services import audit
-
-    with transaction.atomic():
-        Persona.objects.select_for_update().get(pk=persona.pk)
-        redaction = Redaction.objects.create(
-            persona=persona,
-            document=document,
-            version=_next_version(persona, document),
-            spans=spans,
-            until=until,
-            note=note[:10_000],
-            reverts=to_version,
-            made_by=lead,
-            made_at=timezone.now(),
-        )
-        audit(
-            user=lead,
-            action="redaction-revert",
-            collection=document.collection,
-            document=document,
-            persona=persona.pk,
-            version=redaction.version,
-            to_version=to_version,
-        )
-    return redaction
+    return _version_add(
+        user=lead,
+        persona=persona,
+        document=document,
+        action="redaction-revert",
+        kept=spans,
+        until=until,
+        note=note[:10_000],
+        reverts=to_version,
+        to_version=to_version,
+    )
 
 
 def redaction_history(*, persona: Persona, document: Document) -> list[Redaction]:
