@@ -370,12 +370,15 @@ def redaction_revert(request, persona_id, document_id):
 def lexicons(request):
     """Each persona's own sensitive terms, which the recognisers find (lead)."""
     if request.method == "POST":
-        persona = get_object_or_404(Persona, pk=id_param(request.POST.get("persona", "")) or 0)
+        persona = Persona.objects.filter(pk=id_param(request.POST.get("persona", "")) or 0).first()
         lexicon = None
-        if request.POST.get("lexicon"):
-            lexicon = get_object_or_404(
-                Lexicon, pk=id_param(request.POST["lexicon"]) or 0, persona=persona
-            )
+        if persona is not None and request.POST.get("lexicon"):
+            lexicon = Lexicon.objects.filter(
+                pk=id_param(request.POST["lexicon"]) or 0, persona=persona
+            ).first()
+        if persona is None or (request.POST.get("lexicon") and lexicon is None):
+            messages.error(request, "The lexicon was not saved: no such persona or list.")
+            return redirect("review-lexicons")
         try:
             entities.lexicon_save(
                 persona=persona,
