@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotate import importers, roles
 from annotate.audit import audit_record
+from annotate.entities import collection_entities_detect
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import (
     Collection,
@@ -126,14 +127,18 @@ def import_run(
 ) -> importers.ImportReport:
     """Dispatch one import by format name (the formats of ``IMPORT_FORMATS``)."""
     path = Path(path)
-    if fmt == "emails":
-        return importers.collection_import_emails(
-            collection=collection, path=path, label=label, progress=progress
+    if fmt in ("emails", "smart"):
+        load = (
+            importers.collection_import_emails
+            if fmt == "emails"
+            else importers.collection_import_smart
         )
-    if fmt == "smart":
-        return importers.collection_import_smart(
-            collection=collection, path=path, label=label, progress=progress
-        )
+        report = load(collection=collection, path=path, label=label, progress=progress)
+        if report.created:
+            # the new documents' sensitive entities (issue 20), in the importing process:
+            # the worker for an upload, the command for the command line
+            collection_entities_detect(collection_id=collection.pk)
+        return report
     if fmt.startswith("topics-"):
         kind = fmt.removeprefix("topics-")
         return importers.topics_import(

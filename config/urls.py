@@ -184,6 +184,18 @@ urlpatterns = [
     path("review/audit/", review_views.audit_log, name="audit-log"),
     path("review/loop/<slug:slug>/", review_views.loop_report, name="review-loop"),
     path("review/decisions/", review_views.decisions, name="review-decisions"),
+    path("review/redactions/", review_views.redactions, name="review-redactions"),
+    path("review/lexicons/", review_views.lexicons, name="review-lexicons"),
+    path(
+        "review/<id:persona_id>/<id:document_id>/redact/",
+        review_views.redact,
+        name="review-redact",
+    ),
+    path(
+        "review/<id:persona_id>/<id:document_id>/redaction/revert/",
+        review_views.redaction_revert,
+        name="review-redaction-revert",
+    ),
     path(
         "review/<id:persona_id>/<id:document_id>/reopen/",
         review_views.reopen,
