@@ -41,6 +41,7 @@ from annotate.parsing.trec import (
     iter_trec_topics,
     topic_count,
 )
+from annotate.threads import collection_threads_assign
 
 BATCH = 250
 # Label lines are resolved, checked and written this many at a time (under SQLite's limit of
@@ -114,6 +115,7 @@ def _limits() -> Limits:
         max_archive_bytes=settings.SASC_MAX_ARCHIVE_BYTES,
         max_archive_members=settings.SASC_MAX_ARCHIVE_MEMBERS,
         max_compression_ratio=settings.SASC_MAX_COMPRESSION_RATIO,
+        max_extract_seconds=settings.SASC_MAX_EXTRACT_SECONDS,
     )
 
 
@@ -152,9 +154,17 @@ def _bump_version(collection: Collection) -> None:
 class _DocumentWriter:
     """Buffer new documents and write each batch, with its attachments, atomically."""
 
-    def __init__(self, collection: Collection, report: ImportReport, *, dedupe: bool = True):
+    def __init__(
+        self,
+        collection: Collection,
+        report: ImportReport,
+        *,
+        dedupe: bool = True,
+        threads: bool = False,
+    ):
         self.collection = collection
         self.dedupe = dedupe
+        self.threads = threads
         self.report = report
         rows = Document.objects.filter(collection=collection).values_list(
             "docid", "content_hash", "message_id", "subject", "duplicate_docids"
@@ -207,6 +217,9 @@ class _DocumentWriter:
             source_path=source,
             decode_problems=parsed.problems,
             metadata=metadata or {},
+            folder=parsed.folder[:500],
+            in_reply_to=parsed.in_reply_to[:998],
+            references=parsed.references,
         )
         attachments = [
             Attachment(
@@ -268,6 +281,9 @@ class _DocumentWriter:
                 doc.duplicate_docids = doc.duplicate_docids + self.duplicate_hits[doc.docid]
                 doc.save(update_fields=["duplicate_docids"])
         if self.report.created:
+            if self.threads:
+                # New messages can join (or link) threads already stored: re-thread.
+                collection_threads_assign(collection=self.collection)
             _bump_version(self.collection)
 
 
@@ -287,7 +303,7 @@ def _iter_parallel(path: Path, limits, workers: int) -> Iterator:
     import multiprocessing
 
     listing = list(iter_dir_files(path))
-    jobs = [(str(e[0]), e[1], limits) for e in listing if not isinstance(e, Issue)]
+    jobs = [(e, limits) for e in listing if not isinstance(e, Issue)]
     # Not fork: the importing process may hold a JVM (an index build earlier in a worker),
     # and a child forked from a process with its threads can hang on a lock one of them held
     # (it did, in bench/scale.py). The forkserver starts clean, imports the parser only
@@ -311,15 +327,16 @@ def collection_import_emails(
     progress: Progress = None,
     workers: int = 1,
 ) -> ImportReport:
-    """Import every message in a file or folder (RFC-822, mbox, JSONL, zip) into a collection.
+    """Import every message in a file or folder (RFC-822, mbox, Maildir, JSONL, zip, Outlook
+    .msg and PST/OST, EAXS) into a collection, keeping folders, and thread the collection.
 
-    With ``workers`` > 1 and a folder, its files are parsed by that many processes while this
-    one stores what they return (parsing is most of an import's work: ``bench/scale.py``);
-    a file is one unit of work, so a folder of few big files uses few workers. A re-run in
-    parallel parses again what the stored docids would have let one process skip, then
-    stores nothing twice all the same."""
+    With ``workers`` > 1 and a folder, its files (a Maildir: the whole Maildir) are parsed by
+    that many processes while this one stores what they return (parsing is most of an
+    import's work: ``bench/scale.py``); a file is one unit of work, so a folder of few big
+    files uses few workers. A re-run in parallel parses again what the stored docids would
+    have let one process skip, then stores nothing twice all the same."""
     report = ImportReport()
-    writer = _DocumentWriter(collection, report)
+    writer = _DocumentWriter(collection, report, threads=True)
 
     def handle(item: EmailItem):
         writer.add(item.docid, item.email, f"{item.source}{':' + item.where if item.where else ''}")

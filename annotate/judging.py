@@ -18,10 +18,11 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate import jobs, judgments, projects, roles, selectors
+from annotate.entities import document_entity_view
 from annotate.forms import ProjectForm, TasksForm
 from annotate.models import Answer, Judgment
 from config.params import id_param, id_params
-from ranking.highlight import highlight, light_stem, query_stems
+from ranking.highlight import light_stem, query_stems
 
 annotator_required = roles.role_required(roles.ANNOTATOR)
 
@@ -59,10 +60,16 @@ def _task_context(request, project, assignment, progress: dict | None = None) ->
 def _message_context(task) -> dict:
     """Return what the message pane, the cards and the questions need (judge and edit)."""
     stems = query_stems(task.topic.title, light_stem)
+    # the topic's words, and what the recognisers found sensitive for this persona (issue 20)
+    found = document_entity_view(
+        document=task.document, persona=task.persona, stems=stems, stem=light_stem
+    )
     return {
         "task": task,
         "doc": task.document,
-        "highlighted_body": highlight(task.document.body, stems, light_stem),
+        "thread": selectors.document_thread(document=task.document),
+        "highlighted_body": found.highlighted_body,
+        "entity_legend": found.legend,
         "relevance_choices": Judgment.Relevance.choices[::-1],
         "answer_choices": Answer.choices,
     }

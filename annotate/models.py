@@ -67,6 +67,15 @@ class Document(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     # Docids of copies of this message that were found and not stored again.
     duplicate_docids = models.JSONField(default=list, blank=True)
+    # The mailbox folder the message was filed in ("Inbox/Projects"; PST, EAXS, Maildir++
+    # and mbox folders, or the directory of a file), "" when the input had none.
+    folder = models.CharField(max_length=500, blank=True)
+    # Threading headers, ids without angle brackets (annotate.parsing.threads).
+    in_reply_to = models.CharField(max_length=998, blank=True)
+    references = models.JSONField(default=list, blank=True)
+    # The thread this message belongs to: equal keys, one thread (annotate.threads sets it
+    # after every import, from the headers above and then the subject).
+    thread_key = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -74,7 +83,11 @@ class Document(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["collection", "docid"], name="document_docid_unique"),
         ]
-        indexes = [models.Index(fields=["collection", "content_hash"])]
+        indexes = [
+            models.Index(fields=["collection", "content_hash"]),
+            models.Index(fields=["collection", "thread_key"], name="document_thread_idx"),
+            models.Index(fields=["collection", "folder"], name="document_folder_idx"),
+        ]
 
     def __str__(self):
         return f"{self.docid}: {self.subject[:60]}"
@@ -328,6 +341,7 @@ class Task(models.Model):
         POOL = "pool", "Pool"
         ACTIVE = "active", "Active learning"
         SEED = "seed", "Seed walk (RDS)"
+        CHECK = "check", "Check sample (random, for recall estimates)"
 
     project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="tasks")
     round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="tasks")
@@ -500,3 +514,52 @@ class Adjudication(models.Model):
 
     def __str__(self):
         return f"adjudication of topic {self.topic_id} doc {self.document_id}"
+
+
+class Lexicon(models.Model):
+    """A persona's own sensitive terms (issue 20): their pain points in words a recogniser
+    can find (people, projects, places), edited by a lead. Changing one recomputes the
+    entities of every collection in the worker."""
+
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="lexicons")
+    name = models.CharField(max_length=100, help_text="What the terms are, e.g. “colleagues”")
+    terms = models.TextField(
+        help_text="One term or phrase per line (or several separated by commas); # comments"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["persona_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["persona", "name"], name="lexicon_name_unique"),
+        ]
+
+    def __str__(self):
+        return f"{self.persona}: {self.name}"
+
+
+class DocumentEntity(models.Model):
+    """One sensitive span the recognisers found in a document (``ranking.entities``):
+    ``persona`` is set for a persona's own lexicon terms, empty for personal data."""
+
+    class Field(models.TextChoices):
+        SUBJECT = "subject", "Subject"
+        BODY = "body", "Body"
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="entities")
+    persona = models.ForeignKey(
+        Persona, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    field = models.CharField(max_length=8, choices=Field.choices)
+    kind = models.CharField(max_length=16)
+    label = models.CharField(max_length=100, blank=True, help_text="The persona's lexicon")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["document_id", "field", "start"]
+        indexes = [models.Index(fields=["document", "persona"])]
+
+    def __str__(self):
+        return f"{self.kind} in doc {self.document_id} {self.field}[{self.start}:{self.end}]"

@@ -579,3 +579,48 @@ def agreement_with_reference(*, project: AnnotationProject) -> list[dict]:
         row = agreement.pair_agreement(mine, theirs, facet, names=("project", source))
         out.append({"source": source, "kind": "sensitivity", "persona": persona, "rows": [row]})
     return out
+
+
+# The judging page shows at most this many messages of a thread: the current one and the
+# ones nearest to it in time.
+THREAD_SHOWN = 25
+THREAD_SNIPPET = 200
+
+
+def document_thread(*, document: Document, limit: int = THREAD_SHOWN) -> dict:
+    """Return the thread ``document`` belongs to, for the judging page's collapsed list.
+
+    ``{"total": n, "messages": [...], "hidden": m}``: the messages (dicts with docid,
+    subject, sender, date, folder, a snippet of the body and ``current``) nearest in time to
+    this one, oldest first; total 0 when the document has no thread key (a SMART record).
+    Two indexed queries whatever the collection's size (``document_thread_idx``).
+    """
+    if not document.thread_key:
+        return {"total": 0, "messages": [], "hidden": 0}
+    same = Document.objects.filter(
+        collection_id=document.collection_id, thread_key=document.thread_key
+    )
+    total = same.count()
+    if total <= 1:
+        return {"total": total, "messages": [], "hidden": 0}
+    fields = ("pk", "docid", "subject", "from_header", "date", "folder", "body")
+    when = document.date
+    if when is None or total <= limit:
+        rows = list(same.order_by(F("date").asc(nulls_last=True), "docid").values(*fields)[:limit])
+    else:
+        half = limit // 2
+        before = list(same.filter(date__lt=when).order_by("-date", "-docid").values(*fields)[:half])
+        after = list(
+            same.filter(date__gte=when)
+            .exclude(pk=document.pk)
+            .order_by("date", "docid")
+            .values(*fields)[: limit - 1 - len(before)]
+        )
+        current = same.filter(pk=document.pk).values(*fields)[:1]
+        rows = [*reversed(before), *current, *after]
+    messages = []
+    for row in rows:
+        body = " ".join(row.pop("body")[: THREAD_SNIPPET * 4].split())
+        snippet = body[:THREAD_SNIPPET] + ("…" if len(body) > THREAD_SNIPPET else "")
+        messages.append({**row, "snippet": snippet, "current": row["pk"] == document.pk})
+    return {"total": total, "messages": messages, "hidden": total - len(messages)}

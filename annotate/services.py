@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotate import importers, roles
 from annotate.audit import audit_record
+from annotate.entities import collection_entities_detect
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import (
     Collection,
@@ -23,7 +24,7 @@ from ranking.services import job_index_create
 logger = logging.getLogger(__name__)
 
 IMPORT_FORMATS = {
-    "emails": "Email: RFC-822 file, mbox, JSONL or zip of messages",
+    "emails": "Email: RFC-822, mbox, Outlook .msg or PST/OST, EAXS XML, JSONL, or a zip",
     "smart": "SMART documents (Cranfield, CACM)",
     "topics-trec": "Topics: TREC format",
     "topics-smart": "Topics: SMART queries (ids kept)",
@@ -128,14 +129,20 @@ def import_run(
     """Dispatch one import by format name (the formats of ``IMPORT_FORMATS``); ``workers``:
     processes parsing a folder of mail files in parallel."""
     path = Path(path)
-    if fmt == "emails":
-        return importers.collection_import_emails(
-            collection=collection, path=path, label=label, progress=progress, workers=workers
-        )
-    if fmt == "smart":
-        return importers.collection_import_smart(
-            collection=collection, path=path, label=label, progress=progress
-        )
+    if fmt in ("emails", "smart"):
+        if fmt == "emails":
+            report = importers.collection_import_emails(
+                collection=collection, path=path, label=label, progress=progress, workers=workers
+            )
+        else:
+            report = importers.collection_import_smart(
+                collection=collection, path=path, label=label, progress=progress
+            )
+        if report.created:
+            # the new documents' sensitive entities (issue 20), in the importing process:
+            # the worker for an upload, the command for the command line
+            collection_entities_detect(collection_id=collection.pk)
+        return report
     if fmt.startswith("topics-"):
         kind = fmt.removeprefix("topics-")
         return importers.topics_import(

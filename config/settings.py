@@ -154,6 +154,9 @@ SASC_MAX_MESSAGE_BYTES = env_int("SASC_MAX_MESSAGE_BYTES", 25 * 1024 * 1024, min
 SASC_MAX_ARCHIVE_BYTES = env_int("SASC_MAX_ARCHIVE_BYTES", 200 * 1024 * 1024, minimum=1)
 SASC_MAX_ARCHIVE_MEMBERS = env_int("SASC_MAX_ARCHIVE_MEMBERS", 100_000, minimum=1)
 SASC_MAX_COMPRESSION_RATIO = env_int("SASC_MAX_COMPRESSION_RATIO", 100, minimum=1)
+# PST/OST files are unpacked by readpst in a child process: the seconds it may run (it is
+# killed after that; what it wrote by then is imported and the report says so).
+SASC_MAX_EXTRACT_SECONDS = env_int("SASC_MAX_EXTRACT_SECONDS", 1800, minimum=1)
 # Counts one import may bring (docs/formats.md, "Limits"): documents read from one upload or
 # command, topics a collection may hold, lines of one qrels or sensitivity file.
 SASC_MAX_DOCUMENTS_PER_IMPORT = env_int("SASC_MAX_DOCUMENTS_PER_IMPORT", 250_000, minimum=1)

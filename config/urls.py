@@ -65,6 +65,28 @@ urlpatterns = [
         ranking_views.learning_retrain,
         name="learning-retrain",
     ),
+    path(
+        "annotate/<slug:slug>/learning/<id:plan_id>/stopping/",
+        ranking_views.learning_stopping,
+        name="learning-stopping",
+    ),
+    path(
+        "annotate/<slug:slug>/learning/<id:plan_id>/check-sample/",
+        ranking_views.learning_check_sample,
+        name="learning-check-sample",
+    ),
+    path(
+        "annotate/<slug:slug>/export/stopping.csv",
+        ranking_views.stopping_report_export,
+        {"fmt": "csv"},
+        name="stopping-report-csv",
+    ),
+    path(
+        "annotate/<slug:slug>/export/stopping.json",
+        ranking_views.stopping_report_export,
+        {"fmt": "json"},
+        name="stopping-report-json",
+    ),
     path("collections/<slug:slug>/classifiers/", ranking_views.classifiers, name="classifiers"),
     path(
         "collections/<slug:slug>/topics/<str:number>/seeds/",
@@ -164,12 +186,34 @@ urlpatterns = [
     path("review/decisions/", review_views.decisions, name="review-decisions"),
     path("review/group/", review_views.group, name="review-group"),
     path("review/group/decide/", review_views.group_decide, name="review-group-decide"),
+    path("review/redactions/", review_views.redactions, name="review-redactions"),
+    path("review/lexicons/", review_views.lexicons, name="review-lexicons"),
+    path(
+        "review/<id:persona_id>/<id:document_id>/redact/",
+        review_views.redact,
+        name="review-redact",
+    ),
+    path(
+        "review/<id:persona_id>/<id:document_id>/redaction/revert/",
+        review_views.redaction_revert,
+        name="review-redaction-revert",
+    ),
     path(
         "review/<id:persona_id>/<id:document_id>/reopen/",
         review_views.reopen,
         name="review-reopen",
     ),
     path("review/<id:persona_id>/<id:document_id>/", review_views.item, name="review-item"),
+    path(
+        "review/<id:persona_id>/<id:document_id>/exposure/",
+        review_views.exposure_panel,
+        name="review-exposure",
+    ),
+    path(
+        "review/documents/<id:document_id>/exposure/",
+        review_views.exposure_panel,
+        name="review-exposure-document",
+    ),
     path(
         "review/<id:persona_id>/<id:document_id>/decide/",
         review_views.decide,

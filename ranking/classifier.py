@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from annotate.entities import entity_counts
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.labels import persona_sensitivity_labels
 from annotate.models import (
@@ -75,6 +76,7 @@ class ClassifierError(ValueError):
 def collection_messages(*, collection: Collection) -> tuple[list[sensitivity.Message], list[int]]:
     """Every document of the collection as the classifier reads it, and their ids."""
     messages, ids = [], []
+    counts = entity_counts(collection=collection)
     docs = (
         Document.objects.filter(collection=collection)
         .order_by("id")
@@ -97,6 +99,7 @@ def collection_messages(*, collection: Collection) -> tuple[list[sensitivity.Mes
                 recipients=[r.lower() for r in recipients],
                 reply=bool(_REPLY.match(d.subject)) or "\nin-reply-to:" in "\n" + headers.lower(),
                 priority=bool(_PRIORITY.search(headers)),
+                entities=counts.get(d.docid, {}),
             )
         )
         ids.append(d.pk)

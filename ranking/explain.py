@@ -91,6 +91,21 @@ _CENTRALITY = {
 }
 
 
+# entity:KIND (``sensitivity.ENTITY``): how many the recognisers found (ranking.entities)
+ENTITIES = {
+    "card": "card numbers",
+    "iban": "IBANs",
+    "account": "bank account numbers",
+    "national_id": "national identifiers (social security, National Insurance)",
+    "email": "email addresses in the text",
+    "phone": "phone numbers",
+    "dob": "dates of birth",
+    "address": "postal addresses",
+    "health": "health terms",
+    "financial": "personal finance terms",
+}
+
+
 def _graph_phrase(name: str, above: bool) -> str | None:
     for who, (noun, singular) in _WHO.items():
         prefix = who + "_"
@@ -113,6 +128,8 @@ def feature_phrase(name: str, *, above: bool = True) -> str:
             return word if above else f"without {word}"
         if family == "meta" and item in METADATA:
             return METADATA[item][0 if above else 1]
+        if family == "entity" and item in ENTITIES:
+            return f"{'more' if above else 'fewer'} {ENTITIES[item]} than usual"
         if family == "graph":
             phrase = _graph_phrase(item, above)
             if phrase is not None:

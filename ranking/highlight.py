@@ -94,3 +94,34 @@ _STOP = frozenset({
     "they", "this", "to", "was", "were", "will", "with", "about", "after", "all", "also",
     "any", "can", "not",
 })  # fmt: skip
+
+
+def highlight_entities(
+    text: str,
+    entities,
+    stems: frozenset[str] = frozenset(),
+    stem: Callable[[str], str] | None = None,
+    *,
+    labels: dict[str, str] | None = None,
+    first: int = 0,
+) -> str:
+    """Return all of ``text`` escaped, line breaks kept, each entity (``kind``, ``start``,
+    ``end`` attributes, no overlaps) in ``<mark class="ent ent-KIND">`` numbered from
+    ``first`` (``id="ent-N"``, for a key to jump between them), and the query's words
+    marked outside them. ``labels``: kind -> what the mark's title says."""
+    out, pos, n = [], 0, first
+    for e in sorted(entities, key=lambda e: e.start):
+        if e.start < pos or e.end > len(text):
+            continue  # overlapping or stale (the text changed since): skip, never mis-mark
+        gap = text[pos : e.start]
+        out.append(_render(gap, _matches(gap, stems, stem) if stem else [], breaks=True))
+        title = html.escape((labels or {}).get(e.kind, e.kind), quote=True)
+        out.append(
+            f'<mark class="ent ent-{html.escape(e.kind, quote=True)}" id="ent-{n}" '
+            f'title="{title}">{html.escape(text[e.start : e.end]).replace(chr(10), "<br>")}</mark>'
+        )
+        n += 1
+        pos = e.end
+    rest = text[pos:]
+    out.append(_render(rest, _matches(rest, stems, stem) if stem else [], breaks=True))
+    return "".join(out)

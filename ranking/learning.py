@@ -46,7 +46,7 @@ from annotate.models import (
 )
 from annotate.projects import project_tasks_add_for_personas, round_open
 from ranking import active, features
-from ranking.models import LearningModel, LearningPlan, PoolEntry, TopicSeed
+from ranking.models import CheckSample, LearningModel, LearningPlan, PoolEntry, TopicSeed
 
 logger = logging.getLogger(__name__)
 
@@ -214,18 +214,34 @@ class PlanState:
     walking: set[int] = field(default_factory=set)  # of them, queued by the RDS walk
     judgment_mark: int = 0
     seed_mark: int = 0
-    gains: list[int] = field(default_factory=list)  # 1/0 per judged document, in order
+    gains: list[int] = field(default_factory=list)  # 1/0 per reviewed document, in order
+    # Check-sample documents (ranking.stopping): judged like any task but not the review's,
+    # so out of the training set, the gain curve, the queue depth and the budget.
+    checks: set[int] = field(default_factory=set)
+    reached: set[int] = field(default_factory=set)  # of them, picked by the review
+    check_queued: set[int] = field(default_factory=set)  # of them, waiting to be judged
 
     @property
     def relevant(self) -> int:
         return sum(1 for g in self.labels.values() if g >= 1)
 
+    @property
+    def reviewed(self) -> int:
+        """Documents judged by the review (seeds included), the check sample left out."""
+        return sum(1 for d in self.labels if d not in self.checks)
+
+    @property
+    def training(self) -> dict[int, int]:
+        """The labels the classifier learns from: every one but the check sample's."""
+        return {d: g for d, g in self.labels.items() if d not in self.checks}
+
     def judged_since(self, model: LearningModel | None) -> int:
+        """Training labels newer than ``model`` (check-sample judgments never retrain)."""
         if model is None:
-            return len(self.labels)
+            return self.reviewed
         return sum(
             1
-            for d in self.labels
+            for d in self.training
             if self.last_judgment.get(d, 0) > model.judgment_mark
             or self.seeded.get(d, 0) > model.seed_mark
         )
@@ -263,13 +279,25 @@ def plan_state(plan: LearningPlan) -> PlanState:
     ).values_list("document_id", "relevance"):
         if doc in state.labels:
             state.labels[doc] = relevance
-    state.gains = [int(state.labels[d] >= 1) for d in sorted(state.labels, key=first_seen.get)]
+    for documents, reached in CheckSample.objects.filter(plan_id=plan.pk).values_list(
+        "documents", "reached"
+    ):
+        state.checks.update(documents)
+        state.reached.update(reached)
+    state.gains = [
+        int(state.labels[d] >= 1)
+        for d in sorted(state.labels, key=first_seen.get)
+        if d not in state.checks
+    ]
     open_rounds = plan.project.rounds.filter(is_open=True).values("id")
     waiting = Task.objects.filter(
         project_id=plan.project_id, topic_id=plan.topic_id, round_id__in=open_rounds
     ).values_list("document_id", "source")
     for doc, source in waiting:
-        if doc not in state.labels:
+        if doc in state.checks:
+            if doc not in state.labels:
+                state.check_queued.add(doc)
+        elif doc not in state.labels:
             state.queued.add(doc)
             if source == Task.Source.SEED:
                 state.walking.add(doc)
@@ -453,8 +481,8 @@ def _ended(plan: LearningPlan, state: PlanState, added: int, rows: Rows) -> str:
     the budget is spent, its round was closed, or nothing is queued and nothing more could
     be (every candidate judged, or no persona to judge for). A plan that can add no task
     ends saying so rather than showing "Learning" with nothing to judge."""
-    if len(state.labels) >= plan.budget:
-        return f"Budget spent: {len(state.labels)} documents judged (budget {plan.budget})"
+    if state.reviewed >= plan.budget:
+        return f"Budget spent: {state.reviewed} documents judged (budget {plan.budget})"
     if not plan.round.is_open:
         return (
             f"Stopped: round {plan.round.number} was closed, so no task can be added "
@@ -594,10 +622,11 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
     transaction (the slow part)."""
     matrix, row_of, candidates = rows.matrix, rows.row_of, rows.candidates
     started = time.perf_counter()
-    doc_rows = _doc_rows(plan, row_of, state.labels)
+    training = state.training  # never the check sample: the review must not learn it
+    doc_rows = _doc_rows(plan, row_of, training)
     judged = sorted(doc_rows)
     rows_judged = [doc_rows[d] for d in judged]
-    labels = active.collapse([state.labels[d] for d in judged])
+    labels = active.collapse([training[d] for d in judged])
     version = (plan.models.order_by("-version").values_list("version", flat=True).first() or 0) + 1
     logger.info(
         "plan %s: training version %s on %s judged documents (index version %s)",
@@ -695,12 +724,18 @@ def _top_up(plan, state, model, rows: Rows, size) -> tuple[int, str]:
     picks are random until a model of that version is trained."""
     matrix, row_of, candidates = rows.matrix, rows.row_of, rows.candidates
     target = size * (1 + LOOKAHEAD_BATCHES)
-    room = plan.budget - len(state.labels) - len(state.queued)
+    room = plan.budget - state.reviewed - len(state.queued)
     want = min(target - len(state.queued), room)
     if want <= 0:
         return 0, ""
-    taken_docs = set(state.labels) | state.queued
+    # Check-sample documents not reached yet stay selectable: a pick of one marks it
+    # reached (it is judged already) instead of queueing it, so the target method and QBCB
+    # see where the review's ranking has got to.
+    open_checks = _doc_rows(plan, row_of, state.checks - state.reached)
+    check_of_row = {r: d for d, r in open_checks.items()}
+    taken_docs = (set(state.labels) | state.queued) - set(open_checks)
     taken = list(_doc_rows(plan, row_of, taken_docs).values())
+    extra = len(open_checks)
     if not _scores_usable(model, rows):
         model = None
     p = np.load(model.scores_path) if model is not None else None
@@ -708,15 +743,43 @@ def _top_up(plan, state, model, rows: Rows, size) -> tuple[int, str]:
     sensitivity = _beside(model.scores_path, "sensitivity") if model is not None else None
     if sensitivity is not None and sensitivity.exists():
         picked_by = "sensitivity"
-        rows = active.select_sensitivity_uncertain(p, np.load(sensitivity), candidates, taken, want)
+        rows = active.select_sensitivity_uncertain(
+            p, np.load(sensitivity), candidates, taken, want + extra
+        )
     else:
         # The sensitivity strategy picks as CAL until both answers were given; before a
         # first model every strategy picks at random.
         picked_by = "cal" if plan.strategy == LearningPlan.Strategy.SENSITIVITY else plan.strategy
         if p is None:
             picked_by = "spl"
-        rows = active.select(picked_by, p, candidates, taken, want, seed=seed)
+        rows = active.select(picked_by, p, candidates, taken, want + extra, seed=seed)
+    rows, reached = _split_reached(rows, check_of_row, want)
+    if reached:
+        _mark_reached(plan, reached)
     return _enqueue(plan, _documents_of_rows(plan, matrix, rows), Task.Source.ACTIVE), picked_by
+
+
+def _split_reached(rows, check_of_row, want) -> tuple[list[int], list[int]]:
+    """Walk the picks in the selection's order: check-sample documents met before the
+    ``want``-th other pick are reached (document ids); the others are queued (rows)."""
+    take, reached = [], []
+    for row in rows:
+        if len(take) >= want:
+            break
+        if row in check_of_row:
+            reached.append(check_of_row[row])
+        else:
+            take.append(row)
+    return take, reached
+
+
+def _mark_reached(plan: LearningPlan, documents: list[int]) -> None:
+    """Record check-sample documents the review reached (caller holds the plan lock)."""
+    for check in CheckSample.objects.filter(plan=plan):
+        new = [d for d in documents if d in set(check.documents) and d not in check.reached]
+        if new:
+            check.reached = [*check.reached, *new]
+            check.save(update_fields=["reached"])
 
 
 def _sensitivity_scores(plan, matrix, row_of) -> np.ndarray | None:

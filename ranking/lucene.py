@@ -135,15 +135,15 @@ def build_index(
     return count
 
 
-def _searcher(index_dir: str, model: str, rm3: bool):
-    key = (index_dir, model, rm3)
+def _searcher(index_dir: str, model: str, rm3: bool, bm25: tuple[float, float] = (0.9, 0.4)):
+    key = (index_dir, model, rm3) if bm25 == (0.9, 0.4) else (index_dir, model, rm3, bm25)
     with _lock:
         searcher = _searchers.get(key)
         if searcher is None:
             mods = _load()
             searcher = mods["searcher"](index_dir)
             if model == "bm25":
-                searcher.set_bm25(0.9, 0.4)
+                searcher.set_bm25(*bm25)
             elif model == "qld":
                 searcher.set_qld(1000)
             else:
@@ -163,6 +163,48 @@ def search(
         return []
     searcher = _searcher(str(index_dir), model, rm3)
     return [Hit(h.docid, float(h.score)) for h in searcher.search(query, k=k)]
+
+
+def reverse_search(
+    index_dir: Path,
+    weights: dict[str, float],
+    *,
+    k: int = 100,
+    k1: float = 0.9,
+    b: float = 0.4,
+) -> list[Hit]:
+    """Return the top ``k`` entries of an index for a query of analysed ``weights`` (term ->
+    weight), each term matched as it is (no second analysis) with its weight as a boost:
+    Anserini's bag-of-words query of a document whose term n times is weighted n (weights
+    at or below 0 are left out). Used with
+    the index of candidate queries and a document as the query (BM25-reverse, Li et al.
+    sec. 5; ``ranking.exposure``). At most 1024 terms (Lucene's clause limit)."""
+    if not weights:
+        return []
+    if len(weights) > 1024:
+        raise ValueError("a reverse-search query may hold at most 1024 terms")
+    mods = _load()
+    parser = mods.get("term_parser")
+    if parser is None:
+        # One parse of "term^weight ..." is one call into the JVM; building the Boolean query
+        # clause by clause from Python costs four calls a term, which dominated the time.
+        autoclass = mods["jnius"].autoclass
+        parser = mods["term_parser"] = autoclass(
+            "org.apache.lucene.queryparser.classic.QueryParser"
+        )("contents", autoclass("org.apache.lucene.analysis.core.WhitespaceAnalyzer")())
+    text = " ".join(f"{_escape(t)}^{float(w):.6g}" for t, w in weights.items() if w > 0)
+    if not text:
+        return []
+    with _lock:  # a QueryParser is not thread-safe
+        query = parser.parse(text)
+    searcher = _searcher(str(index_dir), "bm25", False, (float(k1), float(b)))
+    return [Hit(h.docid, float(h.score)) for h in searcher.object.search(query, k)]
+
+
+def _escape(term: str) -> str:
+    """A term as the classic query parser reads it literally: quoted (so that no word is an
+    operator), quote and backslash escaped; one whitespace-free token makes a term query."""
+    return '"' + term.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def release(index_dir: Path) -> None:

@@ -163,6 +163,10 @@ class LearningPlan(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # What the lead wants certified (ranking.stopping): recall of at least recall_target,
+    # with this confidence.
+    recall_target = models.FloatField(default=0.8)
+    confidence = models.FloatField(default=0.95)
 
     class Meta:
         db_table = "annotate_learningplan"  # annotate's table, moved
@@ -216,6 +220,34 @@ class LearningModel(models.Model):
 
     def __str__(self):
         return f"model v{self.version} of plan {self.plan_id}"
+
+
+class CheckSample(models.Model):
+    """A plan's random check sample (``ranking.stopping``): drawn uniformly, without
+    replacement, from the candidates that were neither judged nor queued (the frame);
+    judged like any task (source ``check``) but kept out of the classifier's training.
+
+    ``documents`` in draw order; ``before``: the documents judged or queued at the draw
+    (outside the frame); ``reached``: sample documents the review's selection picked (at no
+    cost: already judged), which the target method and QBCB count."""
+
+    plan = models.ForeignKey(LearningPlan, on_delete=models.CASCADE, related_name="checks")
+    frame = models.PositiveIntegerField(help_text="Documents the sample was drawn from")
+    documents = models.JSONField(default=list)
+    before = models.JSONField(default=list)
+    reached = models.JSONField(default=list)
+    margin = models.FloatField(help_text="The margin the size was chosen for")
+    random_seed = models.BigIntegerField()
+    drawn_at = models.DateTimeField()
+    drawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["plan_id", "drawn_at"]
+
+    def __str__(self):
+        return f"check sample of {len(self.documents)} for plan {self.plan_id}"
 
 
 class SensitivityModel(models.Model):

@@ -1,9 +1,16 @@
 """Reads for the active-learning pages."""
 
+import logging
+
+import numpy as np
+
 from annotate.models import AnnotationProject
-from ranking import active
+from ranking import active, stopping
 from ranking.learning import batch_size, plan_state
-from ranking.models import LearningPlan
+from ranking.models import CheckSample, LearningPlan, MachineLabel
+
+logger = logging.getLogger(__name__)
+MARGINS = (0.1, 0.05, 0.02)
 
 
 def learning_overview(*, project: AnnotationProject) -> list[dict]:
@@ -16,6 +23,7 @@ def learning_overview(*, project: AnnotationProject) -> list[dict]:
         model = plan.models.order_by("-version").first()
         candidates = model.params.get("candidates") if model else None
         signal = active.knee_stop(state.gains, candidates=candidates or len(state.gains) * 2)
+        stop = plan_stopping(plan=plan, state=state, model=model, candidates=candidates)
         rows.append(
             {
                 "plan": plan,
@@ -28,7 +36,10 @@ def learning_overview(*, project: AnnotationProject) -> list[dict]:
                 "candidates": candidates,
                 "signal": signal,
                 "stopping": stopping_state(signal, budget=plan.budget),
-                "curve": gain_curve_svg(state.gains, signal),
+                "curve": gain_curve_svg(
+                    state.gains, signal, total=stop["total"], target=plan.recall_target
+                ),
+                "stop": stop,
                 "percent": min(100, round(100 * len(state.labels) / plan.budget)),
             }
         )
@@ -65,17 +76,27 @@ def _ticks(top: int) -> list[int]:
 
 
 def gain_curve_svg(
-    gains: list[int], signal: active.StoppingSignal, *, width=260, height=130
+    gains: list[int],
+    signal: active.StoppingSignal,
+    *,
+    total: tuple[int, int, int] | None = None,
+    target: float | None = None,
+    width=300,
+    height=150,
 ) -> dict | None:
-    """An SVG gain curve with axes: relevant found (y) against judgments spent (x), ticks at
-    0, the middle and the end of each axis, and the knee if any. Coordinates in pixels."""
+    """An SVG gain curve with axes: relevant found by the review (y) against its judgments
+    (x), ticks at 0, the middle and the end of each axis, and the knee if any; with an
+    estimate of the relevant documents in all (``total``: point, low, high), their interval
+    as a band and the ``target`` share of the point estimate as the target line.
+    Coordinates in pixels."""
     n = len(gains)
     if n == 0:
         return None
     left, right, top, bottom = 34, 8, 8, 34  # room for the tick labels and axis titles
     plot_w, plot_h = width - left - right, height - top - bottom
-    total = sum(gains)
-    y_max = max(1, total)
+    found_total = sum(gains)
+    top_value = max(found_total, total[2] if total else 0)
+    y_max = max(1, top_value)
 
     def x(v):
         return round(left + plot_w * v / n, 1)
@@ -90,7 +111,20 @@ def gain_curve_svg(
     knee = None
     if signal.knee:
         knee = (x(signal.knee), y(sum(gains[: signal.knee])))
+    band = target_line = None
+    if total:
+        band = {
+            "x": left,
+            "width": plot_w,
+            "y": y(total[2]),
+            "height": max(1.0, round(y(total[1]) - y(total[2]), 1)),
+        }
+        if target:
+            target_line = {"y": y(target * total[0]), "value": round(target * total[0], 1)}
     return {
+        "band": band,
+        "target": target_line,
+        "total": total,
         "width": width,
         "height": height,
         "points": " ".join(points),
@@ -99,8 +133,195 @@ def gain_curve_svg(
         "x_end": left + plot_w,
         "y_end": top,
         "x_ticks": [(x(v), v) for v in _ticks(n)],
-        "y_ticks": [(y(v), v) for v in _ticks(total)],
+        "y_ticks": [(y(v), v) for v in _ticks(top_value)],
         "x_title": (left + plot_w / 2, height - 4),
         "y_title": (10, top + plot_h / 2),
         "tick_label_y": top + plot_h + 14,
     }
+
+
+def plan_stopping(*, plan: LearningPlan, state=None, model=None, candidates=None) -> dict:
+    """Everything the stopping panel shows for a plan: its target and confidence, the check
+    sample (drawn, judged, relevant), the recall estimate with its interval, every rule's
+    verdict, the judgments spent, the projection to the target, the sample sizes per margin
+    and the one-sentence recommendation."""
+    from ranking.check_samples import candidate_documents
+
+    state = state or plan_state(plan)
+    target, confidence = plan.recall_target, plan.confidence
+    sample = CheckSample.objects.filter(plan=plan).order_by("drawn_at").first()
+    candidates = candidates or len(state.labels) * 2
+    judged_sample = [d for d in (sample.documents if sample else []) if d in state.labels]
+    labels = [int(state.labels[d] >= 1) for d in judged_sample]
+    reached = [d in state.reached or d not in state.checks for d in judged_sample]
+    est = None
+    total = None
+    verdicts = [stopping.knee_verdict(state.gains, candidates=candidates)]
+    if sample is not None and judged_sample:
+        before = set(sample.before)
+        in_pool = set(candidate_documents(plan))
+        outside = sum(1 for d in before if state.labels.get(d, 0) >= 1)
+        found = outside + sum(
+            1 for d, g in state.labels.items() if g >= 1 and d not in before and d in in_pool
+        )
+        est = stopping.estimate(
+            frame=sample.frame,
+            sampled=len(judged_sample),
+            sample_relevant=sum(labels),
+            relevant_outside=outside,
+            found=found,
+            confidence=confidence,
+        )
+        total = tuple(outside + v for v in est.in_frame)
+        projected = _projected_to_reach(plan, model, state, judged_sample, labels, reached)
+        verdicts += stopping.sample_verdicts(
+            labels,
+            reached,
+            frame=sample.frame,
+            found=found,
+            relevant_outside=outside,
+            target=target,
+            confidence=confidence,
+            projected=projected,
+        )
+    expected = _projected_by_expectation(plan, est, target)
+    prevalence = model.prevalence if model is not None else None
+    frame = sample.frame if sample else None
+    if frame is None:
+        from ranking.check_samples import check_frame
+
+        frame = len(check_frame(plan, state))
+    sizes = [
+        {
+            "margin": m,
+            "worst": stopping.sample_size(m, frame, confidence=confidence),
+            "at_prevalence": (
+                stopping.sample_size(m, frame, confidence=confidence, prevalence=prevalence)
+                if prevalence and 0 < prevalence < 0.5
+                else None
+            ),
+        }
+        for m in MARGINS
+    ]
+    return {
+        "target": target,
+        "confidence": confidence,
+        "sample": sample,
+        "drawn": len(sample.documents) if sample else 0,
+        "sample_judged": len(judged_sample),
+        "sample_relevant": sum(labels),
+        "sample_waiting": len(state.check_queued),
+        "sample_reached": sum(1 for d in judged_sample if d in state.reached),
+        "frame": frame,
+        "sizes": sizes,
+        "prevalence": prevalence,
+        "estimate": est,
+        "total": total,
+        "verdicts": verdicts,
+        "reviewed": state.reviewed,
+        "spent": state.reviewed + len(judged_sample),
+        "projected": expected,
+        "recommendation": stopping.recommend(verdicts, est, target=target),
+    }
+
+
+def _projected_to_reach(plan, model, state, judged_sample, labels, reached) -> dict:
+    """Further review judgments before the target method and QBCB can stop, going down the
+    latest model's ranking: the unreviewed documents it scores above the sample positive
+    that the rule still needs (empty when there is no usable model)."""
+    from ranking import learning
+
+    if model is None:
+        return {}
+    try:
+        rows = learning._rows(plan)
+        if not learning._scores_usable(model, rows):
+            return {}
+        p = np.load(model.scores_path, mmap_mode="r")
+    except Exception as exc:  # a projection is an aid: never break the page for it
+        logger.info("plan %s: no projection: %s", plan.pk, exc)
+        return {}
+    doc_rows = learning._doc_rows(plan, rows.row_of, [*judged_sample, *state.labels])
+    taken = {doc_rows[d] for d in state.labels if d in doc_rows} | {
+        doc_rows[d] for d in judged_sample if d in doc_rows
+    }
+    unreviewed = np.array([r for r in rows.candidates.tolist() if r not in taken], dtype=int)
+    scores_unreviewed = np.asarray(p)[unreviewed] if len(unreviewed) else np.array([])
+    positives = [d for d, lab in zip(judged_sample, labels, strict=True) if lab]
+    open_pos = [
+        float(p[doc_rows[d]])
+        for d, lab, hit in zip(judged_sample, labels, reached, strict=True)
+        if lab and not hit and d in doc_rows
+    ]
+    got = len(positives) - len(open_pos)
+    out = {}
+    j = stopping.qbcb_needed(len(positives), plan.recall_target, plan.confidence)
+    if j is not None:
+        out["qbcb"] = stopping.projected_judgments(scores_unreviewed, open_pos, max(0, j - got))
+    t = stopping.target_size(plan.recall_target, plan.confidence)
+    if len(positives) >= t:
+        first = positives[:t]
+        need = [
+            float(p[doc_rows[d]])
+            for d in first
+            if d in doc_rows and not reached[judged_sample.index(d)]
+        ]
+        out["target"] = stopping.projected_judgments(scores_unreviewed, need, len(need))
+    return out
+
+
+def _projected_by_expectation(plan, est, target) -> int | None:
+    """Judgments down the ranking expected to reach the target recall at the estimate's
+    point: the labeller's P(relevant) of the unjudged candidates, summed best first."""
+    if est is None:
+        return None
+    needed = target * (est.relevant_outside + est.in_frame[0]) - est.found
+    if needed <= 0:
+        return 0
+    p = MachineLabel.objects.filter(project_id=plan.project_id, topic_id=plan.topic_id)
+    return stopping.projected_by_expectation(list(p.values_list("probability", flat=True)), needed)
+
+
+def stopping_report(*, project: AnnotationProject) -> list[dict]:
+    """One row per plan and rule: what the stopping panel shows, flat, for export."""
+    out = []
+    plans = LearningPlan.objects.filter(project=project).select_related("topic", "project")
+    for plan in plans.order_by("topic__number"):
+        state = plan_state(plan)
+        model = plan.models.order_by("-version").first()
+        candidates = model.params.get("candidates") if model else None
+        s = plan_stopping(plan=plan, state=state, model=model, candidates=candidates)
+        est = s["estimate"]
+        base = {
+            "topic": plan.topic.number,
+            "recall_target": s["target"],
+            "confidence": s["confidence"],
+            "reviewed": s["reviewed"],
+            "sample_drawn": s["drawn"],
+            "sample_judged": s["sample_judged"],
+            "sample_relevant": s["sample_relevant"],
+            "frame": s["frame"],
+            "judgments_spent": s["spent"],
+            "recall_estimate": est.recall[0] if est else None,
+            "recall_low": est.recall[1] if est else None,
+            "recall_high": est.recall[2] if est else None,
+            "remaining_estimate": est.remaining[0] if est else None,
+            "remaining_low": est.remaining[1] if est else None,
+            "remaining_high": est.remaining[2] if est else None,
+            "interval": stopping.INTERVAL if est else "",
+            "projected_judgments_to_target": s["projected"],
+            "recommendation": s["recommendation"],
+        }
+        for v in s["verdicts"]:
+            out.append(
+                {
+                    **base,
+                    "rule": v.name,
+                    "paper": v.paper,
+                    "guarantee": v.guarantee,
+                    "says": {True: "stop", False: "continue", None: "cannot tell"}[v.stop],
+                    "why": v.why,
+                    "rule_projected_judgments": v.projected,
+                }
+            )
+    return out

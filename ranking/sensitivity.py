@@ -8,7 +8,9 @@ Features of a message:
 - shape: subject and body length, number of attachments, reply, priority / importance;
 - where in the exchange graph (sender -> each recipient, over the whole collection): the
   sender's in-degree, out-degree, betweenness (approximate, from a sample of sources, on
-  graphs over 1,000 people) and PageRank, and the min / max / mean of each over recipients.
+  graphs over 1,000 people) and PageRank, and the min / max / mean of each over recipients;
+- what it holds (issue 20): the number of sensitive entities of each kind the recognisers
+  found in the subject and body (``ranking.entities``), log(1 + n).
 
 Logistic regression, C and class weight chosen by grid search with 5-fold stratified
 cross-validation on F1 (or F2, which favours recall), probabilities calibrated (sigmoid,
@@ -22,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
+
+from ranking.entities import KINDS
 
 METADATA = [
     "hour_sin",
@@ -45,6 +49,11 @@ GRAPH = [f"sender_{c}" for c in CENTRALITIES] + [
 ]
 
 
+# Entity kinds counted as features: personal data, the same for every persona (a persona's
+# own terms are left out: the features are fitted per collection, not per persona).
+ENTITY = [k for k in KINDS if k != "persona"]
+
+
 @dataclass
 class Message:
     """What the classifier reads of a document."""
@@ -59,6 +68,7 @@ class Message:
     recipients: list[str] = field(default_factory=list)
     reply: bool = False
     priority: bool = False
+    entities: dict[str, int] = field(default_factory=dict)  # kind -> count (ranking.entities)
 
 
 def _internal(address: str, domains: tuple[str, ...]) -> bool:
@@ -92,6 +102,12 @@ def metadata_features(messages: list[Message], internal_domains=()) -> np.ndarra
         row["priority"] = float(m.priority)
         rows.append([row[name] for name in METADATA])
     return np.asarray(rows, dtype=float).reshape(len(messages), len(METADATA))
+
+
+def entity_features(messages: list[Message]) -> np.ndarray:
+    """Return log(1 + count) of each ENTITY kind in each message."""
+    rows = [[math.log1p(m.entities.get(k, 0)) for k in ENTITY] for m in messages]
+    return np.asarray(rows, dtype=float).reshape(len(messages), len(ENTITY))
 
 
 def graph_features(messages: list[Message], *, exact_up_to: int = 1000, seed: int = 0):
@@ -175,9 +191,10 @@ class Featurizer:
     """Fit on a collection's messages (unsupervised: vocabularies, scaling, the graph), then
     turn any of them into one sparse row each."""
 
-    def __init__(self, internal_domains=(), *, min_df: int = 2):
+    def __init__(self, internal_domains=(), *, min_df: int = 2, entities: bool = True):
         self.internal_domains = tuple(internal_domains)
         self.min_df = min_df
+        self.entities = entities  # False: without the entity counts (for measuring them)
 
     def fit_transform(self, messages: list[Message], graph=None):
         """Fit on ``messages`` and return their feature rows (``graph``: their
@@ -208,6 +225,7 @@ class Featurizer:
             [
                 metadata_features(messages, self.internal_domains),
                 graph_features(messages) if graph is None else graph,
+                *([entity_features(messages)] if getattr(self, "entities", True) else []),
             ]
         )
         self.scaler = StandardScaler().fit(dense)
@@ -221,6 +239,7 @@ class Featurizer:
             ]
             + [f"meta:{n}" for n in METADATA]
             + [f"graph:{n}" for n in GRAPH]
+            + ([f"entity:{k}" for k in ENTITY] if getattr(self, "entities", True) else [])
         )
         return sp.hstack(blocks, format="csr")
 

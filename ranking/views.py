@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from annotate import roles
 from annotate.models import AnnotationProject, Collection, Document, Topic
@@ -61,6 +61,94 @@ def learning_pause(request, slug, plan_id):
     plan = get_object_or_404(LearningPlan, pk=plan_id, project__slug=slug)
     learning.learning_plan_pause(plan=plan, paused=request.POST.get("action") == "pause")
     return redirect("learning", slug=slug)
+
+
+@require_POST
+@lead_required
+def learning_stopping(request, slug, plan_id):
+    """Set a plan's recall target and confidence (given in percent)."""
+    from ranking.check_samples import plan_stopping_set
+
+    plan = get_object_or_404(LearningPlan, pk=plan_id, project__slug=slug)
+    try:
+        target = float(request.POST.get("recall_target", "")) / 100
+        confidence = float(request.POST.get("confidence", "")) / 100
+        plan_stopping_set(plan=plan, recall_target=target, confidence=confidence)
+    except ValueError as exc:
+        problem = exc if isinstance(exc, learning.PlanError) else "give numbers, in percent"
+        messages.error(request, f"Topic {plan.topic.number}: {problem}.")
+    else:
+        messages.success(
+            request,
+            f"Topic {plan.topic.number}: recall target {target:.0%} "
+            f"with {confidence:.0%} confidence.",
+        )
+    return redirect(f"{reverse('learning', args=[slug])}#plan-{plan.pk}")
+
+
+@require_POST
+@lead_required
+def learning_check_sample(request, slug, plan_id):
+    """Draw (or extend) a plan's random check sample: the size for the chosen margin, or
+    the size given."""
+    from ranking.check_samples import check_sample_draw
+
+    plan = get_object_or_404(LearningPlan, pk=plan_id, project__slug=slug)
+    stop = selectors.plan_stopping(plan=plan)
+    try:
+        margin = float(request.POST.get("margin") or 0) or None
+        size = request.POST.get("size", "").strip()
+        if size:
+            size = int(size)
+        elif margin:
+            row = next((r for r in stop["sizes"] if abs(r["margin"] - margin) < 1e-9), None)
+            if row is None:
+                raise learning.PlanError("choose one of the margins shown")
+            size = max(0, (row["at_prevalence"] or row["worst"]) - stop["drawn"])
+            if size == 0:
+                raise learning.PlanError("the sample already has that size")
+        else:
+            raise learning.PlanError("choose a margin or give a size")
+        with transaction.atomic():
+            sample = check_sample_draw(plan=plan, size=size, margin=margin, user=request.user)
+    except ValueError as exc:
+        problem = exc if isinstance(exc, learning.PlanError) else "the size must be a number"
+        messages.error(request, f"Topic {plan.topic.number}: {problem}.")
+    else:
+        messages.success(
+            request,
+            f"Topic {plan.topic.number}: {size} documents drawn at random for the check "
+            f"sample ({len(sample.documents)} in all); they are queued for the annotators.",
+        )
+    return redirect(f"{reverse('learning', args=[slug])}#plan-{plan.pk}")
+
+
+@require_GET
+@lead_required
+def stopping_report_export(request, slug, fmt):
+    """The stopping report of every plan, one row per rule: CSV or JSON."""
+    import csv
+    import io
+    import json
+
+    from django.http import Http404, HttpResponse
+
+    project = get_object_or_404(AnnotationProject, slug=slug)
+    if fmt not in ("csv", "json"):
+        raise Http404("the stopping report is CSV or JSON")
+    rows = selectors.stopping_report(project=project)
+    if fmt == "json":
+        body = json.dumps({"project": project.slug, "rows": rows}, indent=1)
+        response = HttpResponse(body, content_type="application/json")
+    else:
+        out = io.StringIO()
+        fields = list(rows[0]) if rows else ["topic"]
+        writer = csv.DictWriter(out, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+        response = HttpResponse(out.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-stopping.{fmt}"'
+    return response
 
 
 @require_POST

@@ -112,6 +112,46 @@ class Postings:
             self._columns = {t: j for j, t in enumerate(self.terms.tolist())}
         return self._columns.get(term)
 
+    def replaced(self, rows: dict[str, list[str]]) -> "Postings":
+        """A copy in which the documents of ``rows`` (docid -> analysed terms) hold those
+        terms instead: a redacted copy's row (issue 20). A term the replacement holds that
+        no document held gets a new column; every other row, and this object, is unchanged.
+        """
+        import scipy.sparse as sp
+
+        where = {d: i for i, d in enumerate(self.docids)}
+        changed = {where[d]: tokens for d, tokens in rows.items() if d in where}
+        if not changed:
+            return self
+        vocabulary = {t: j for j, t in enumerate(self.terms.tolist())}
+        extra: list[str] = []
+        lil_rows, lil_cols, lil_data = [], [], []
+        lengths = self.lengths.copy()
+        for row, tokens in changed.items():
+            for term, n in Counter(tokens).items():
+                col = vocabulary.get(term)
+                if col is None:
+                    col = vocabulary[term] = len(vocabulary)
+                    extra.append(term)
+                lil_rows.append(row)
+                lil_cols.append(col)
+                lil_data.append(n)
+            lengths[row] = len(tokens)
+        width = len(vocabulary)
+        keep = np.ones(self.counts.shape[0], dtype=np.float32)
+        keep[list(changed)] = 0
+        base = sp.diags(keep) @ self.counts
+        base = sp.csr_matrix(base, shape=(base.shape[0], width))
+        base.resize(base.shape[0], width)
+        new = sp.csr_matrix(
+            (np.array(lil_data, dtype=np.float32), (lil_rows, lil_cols)),
+            shape=(base.shape[0], width),
+        )
+        counts = (base + new).tocsr()
+        counts.eliminate_zeros()
+        terms = np.concatenate([self.terms, np.array(extra, dtype=object)]) if extra else self.terms
+        return Postings(list(self.docids), terms, counts.astype(np.float32), lengths)
+
     def rows(self, docids) -> np.ndarray:
         """Row numbers of ``docids`` (those in the postings), sorted."""
         where = {d: i for i, d in enumerate(self.docids)}

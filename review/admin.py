@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from review.models import AuditEvent, Decision, Publication
+from review.models import AuditEvent, Decision, Publication, RedactionReason
 
 
 @admin.register(Publication)
@@ -41,3 +41,11 @@ class DecisionAdmin(ReadOnly):
 class AuditEventAdmin(ReadOnly):
     list_display = ("at", "action", "user", "collection", "document")
     list_filter = ("action",)
+
+
+@admin.register(RedactionReason)
+class RedactionReasonAdmin(admin.ModelAdmin):
+    """The reasons archivists choose from when they redact (a lead keeps the list)."""
+
+    list_display = ("label", "code", "active")
+    list_editable = ("active",)

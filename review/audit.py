@@ -125,6 +125,33 @@ def _reopen(e, d, names):
     )
 
 
+def _redact(e, d, names):
+    spans = d.get("spans") or []
+    reasons = sorted({str(s.get("reason", "")) for s in spans})
+    return format_html(
+        "{} redacted {} span(s) of {} for persona {} (version {}; {}){}",
+        _who(e),
+        len(spans),
+        _doc_link(e.document),
+        names.persona(d.get("persona")),
+        d.get("version"),
+        ", ".join(reasons) or "no reason",
+        f" until {d['until_day']}" if d.get("until_day") else "",
+    )
+
+
+def _redaction_revert(e, d, names):
+    to = d.get("to_version")
+    return format_html(
+        "{} took the redaction of {} for persona {} back to {} (version {})",
+        _who(e),
+        _doc_link(e.document),
+        names.persona(d.get("persona")),
+        f"version {to}" if to else "no redaction",
+        d.get("version"),
+    )
+
+
 def _changes(changed: dict) -> str:
     parts = []
     for facet, pair in (changed or {}).items():
@@ -232,6 +259,8 @@ DESCRIBERS = {
     "decision": _decision,
     "reopen": _reopen,
     "group-decision": _group_decision,
+    "redact": _redact,
+    "redaction-revert": _redaction_revert,
     "judgment-edit": _judgment_edit,
     "adjudication": _adjudication,
     "import": _import,

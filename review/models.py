@@ -151,3 +151,94 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.action} by {self.user_id}"
+
+
+class Exposure(models.Model):
+    """The exposing queries of a document for a persona's searchers, computed by the worker
+    once per index version (``review.exposure``; DOMAIN.md section 10)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Waiting for the worker"
+        RUNNING = "running", "Being computed"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="+")
+    index_version = models.PositiveIntegerField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    requested_at = models.DateTimeField()
+    computed_at = models.DateTimeField(null=True, blank=True)
+    visible = models.BooleanField(
+        null=True, help_text="Whether searchers could see the document when it was computed"
+    )
+    queries = models.JSONField(
+        default=list, help_text="Exposing queries, most exposing first: text, source, rank"
+    )
+    summary = models.JSONField(default=dict, help_text="Candidates, verified, timings")
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "persona", "index_version"], name="exposure_once_per_version"
+            ),
+        ]
+
+    def __str__(self):
+        return f"exposure of doc {self.document_id} for persona {self.persona_id} ({self.status})"
+
+
+class RedactionReason(models.Model):
+    """A reason an archivist may give for redacting a span, from a list a lead keeps (the
+    exemption names of archival practice: personal data, third-party privacy, health, ...)."""
+
+    code = models.SlugField(max_length=40, unique=True)
+    label = models.CharField(max_length=200)
+    active = models.BooleanField(default=True, help_text="Offered to archivists")
+
+    class Meta:
+        ordering = ["label"]
+
+    def __str__(self):
+        return self.label
+
+
+class Redaction(models.Model):
+    """One version of the redactions of a document for a persona (issue 20). The newest
+    version counts, from the day it was made until ``until`` (an expiring restriction: after
+    that day the searcher sees the text unredacted). A version with no spans lifts the
+    redaction (a lead's revert, or an archivist's release without redactions). The original
+    text is never changed: the searcher's text, index row, snippets and highlights are made
+    from the document and its redaction in force (``review.redaction``).
+
+    ``spans``: ``[{"field": "subject"|"body", "start": int, "end": int, "kind": str,
+    "reason": code}]``, offsets into the document's field."""
+
+    persona = models.ForeignKey(Persona, on_delete=models.PROTECT, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    version = models.PositiveIntegerField()
+    spans = models.JSONField(default=list)
+    until = models.DateField(null=True, blank=True, help_text="The redaction ends on this day")
+    note = models.TextField(blank=True)
+    reverts = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The version a lead went back to (0: none)"
+    )
+    made_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    made_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["persona_id", "document_id", "version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["persona", "document", "version"], name="redaction_version_unique"
+            ),
+        ]
+
+    def __str__(self):
+        return f"redaction v{self.version} of doc {self.document_id} for {self.persona_id}"

@@ -7,7 +7,8 @@ from django.db.models import Count, F, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Abs
 from django.utils import timezone
 
-from review.models import Decision, ReviewRequest, SearchLog
+from review.models import Decision, Redaction, ReviewRequest, SearchLog
+from review.redaction import redaction_in_force
 
 # --- The decision in force: one definition -----------------------------------------------
 # A document's decision for a persona is its latest (by decided_at, then id). It is in force
@@ -471,3 +472,28 @@ def loop_sessions(
         "wait_max": max(waits) if waits else None,
     }
     return rows, totals
+
+
+def redactions_recent(*, limit: int = 200) -> list[dict]:
+    """Redacted documents (persona, document), the most recently changed first, each with
+    every version newest first and whether the newest is in force today."""
+    today = timezone.localdate()
+    groups: dict[tuple[int, int], list] = {}
+    for r in (
+        Redaction.objects.select_related("persona", "document__collection", "made_by")
+        .order_by("-made_at", "-id")
+        .iterator()
+    ):
+        groups.setdefault((r.persona_id, r.document_id), []).append(r)
+        if len(groups) > limit:
+            groups.popitem()
+            break
+    return [
+        {
+            "persona": versions[0].persona,
+            "document": versions[0].document,
+            "versions": versions,
+            "in_force": redaction_in_force(versions[0], today),
+        }
+        for versions in groups.values()
+    ]

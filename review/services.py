@@ -23,7 +23,7 @@ from annotate.models import Collection, Document, Persona
 from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
 from ranking.services import near_duplicate_groups
-from review import selectors, visibility
+from review import redaction, selectors, visibility
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
 from review.selectors import decisions_in_force_kinds
 
@@ -115,6 +115,7 @@ def search_protected(*, user, collection: Collection, query: str) -> SearchOutco
             classifier=view.key[3][0] if view.key[3] else None,
         )
         queue_on_commit("review.tasks.review_requests_task", search.pk, robust=True)
+    shown = redaction.searcher_copies(persona=persona, documents=shown)
     return SearchOutcome(search, shown, scores, selectors.search_notice(publication=publication))
 
 
@@ -214,6 +215,7 @@ def search_results(*, user, collection: Collection, search_id: int) -> SearchOut
     view = visibility.view(publication)
     docs = Document.objects.in_bulk(search.shown)
     shown = [docs[pk] for pk in search.shown if pk in docs and docs[pk].docid in view.docids]
+    shown = redaction.searcher_copies(persona=publication.persona, documents=shown)
     return SearchOutcome(search, shown, [], selectors.search_notice(publication=publication))
 
 
@@ -245,6 +247,8 @@ def released_for(*, user, search: SearchLog, already: set[int]) -> list[tuple[Do
         ).values_list("detail__shown", flat=True)
         for pk in shown or []
     }
+    copies = redaction.searcher_copies(persona=search.persona, documents=[d for d, _w in out])
+    out = [(c, w) for c, (_d, w) in zip(copies, out, strict=True)]
     new = [d.pk for d, _w in out if d.pk not in logged]
     if new:
         with transaction.atomic():
@@ -280,7 +284,7 @@ def searcher_document(*, user, collection: Collection, document_id: int) -> Docu
         return None
     with transaction.atomic():
         audit(user=user, action="view", collection=collection, document=doc, role="searcher")
-    return doc
+    return redaction.searcher_copies(persona=publication.persona, documents=[doc])[0]
 
 
 class DecisionError(ValueError):

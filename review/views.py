@@ -8,24 +8,24 @@ from datetime import date
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from annotate import roles
+from annotate import entities, roles
 from annotate import selectors as annotate_selectors
 from annotate.exports import csv_safe
-from annotate.models import Collection, Document, Persona
-from config.params import id_params
+from annotate.models import Collection, Document, Lexicon, Persona
+from config.params import id_param, id_params
 from ranking import explain, lucene
 from ranking.classifier import stored_scores
 from ranking.highlight import query_stems
 from ranking.services import result_snippet
-from review import selectors, services
+from review import exposure, redaction, selectors, services
 from review.audit import audit_described
-from review.models import AuditEvent, Decision, Publication, SearchLog
+from review.models import AuditEvent, Decision, Exposure, Publication, SearchLog
 
 searcher_required = roles.role_required(roles.SEARCHER)
 archivist_required = roles.role_required(roles.ARCHIVIST)
@@ -158,7 +158,10 @@ def document(request, slug, pk):
     doc = services.searcher_document(user=request.user, collection=collection, document_id=pk)
     if doc is None:
         raise Http404
-    return render(request, "review/document.html", {"collection": collection, "doc": doc})
+    context = {"collection": collection, "doc": doc}
+    if getattr(doc, "redacted", False):
+        context["highlighted_body"] = redaction.marked_html(doc.body)
+    return render(request, "review/document.html", context)
 
 
 def _queue_order(request) -> str:
@@ -224,10 +227,14 @@ def item(request, persona_id, document_id):
             document=doc,
             role="archivist",
         )
+    # The worker finds the exposing queries: the page asks (an htmx POST on load, so that
+    # this GET writes nothing but the audit row) and polls; nothing is computed here.
+    found = exposure.exposure_current(document=doc, persona=persona)
     return render(
         request,
         "review/item.html",
         {
+            **_redaction_context(doc, persona),
             "persona": persona,
             "doc": doc,
             "p": stored.p.get(doc.docid) if stored else None,
@@ -241,9 +248,207 @@ def item(request, persona_id, document_id):
                 model.report.get("top_not_sensitive", [])[:10] if model else []
             ),
             "queries": selectors.exposing_queries(document=doc, persona=persona),
+            "exposure": {**_exposure_context(doc, persona, found, publication), "ask": True},
             "earlier": selectors.decisions_on(document=doc, persona=persona),
             "today": date.today(),
         },
+    )
+
+
+def _exposure_context(doc, persona, found, publication) -> dict:
+    return {
+        "doc": doc,
+        "persona": persona,
+        "row": found,
+        "published": publication is not None and publication.persona_id == persona.pk,
+        "polling": found is not None
+        and found.status in (Exposure.Status.QUEUED, Exposure.Status.RUNNING),
+    }
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@roles.role_required(roles.ARCHIVIST, roles.LEAD)
+def exposure_panel(request, document_id, persona_id=None):
+    """A document's exposing queries for an archivist or a lead (htmx partial, polled while
+    the worker computes them); a POST asks for them (again, with ``again``). Without a
+    persona: the persona the collection is published for (a lead's document page)."""
+    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
+    if persona_id is None:
+        publication = (
+            Publication.objects.filter(collection=doc.collection).select_related("persona").first()
+        )
+        if publication is None:
+            return render(request, "review/_exposure.html", {"exposure": None})
+        persona = publication.persona
+    else:
+        persona = get_object_or_404(Persona, pk=persona_id)
+        publication = Publication.objects.filter(collection=doc.collection, persona=persona).first()
+    if request.method == "POST" and publication is not None:
+        found = exposure.exposure_request(
+            user=request.user, document=doc, persona=persona, again=bool(request.POST.get("again"))
+        )
+    else:
+        found = exposure.exposure_current(document=doc, persona=persona)
+    back = request.POST.get("back") or request.GET.get("back", "")
+    if back not in ("review", "document"):
+        back = "review" if roles.has_role(request.user, roles.ARCHIVIST) else "document"
+    if request.method == "POST" and not request.htmx:
+        if back == "review":
+            return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+        return redirect("document-detail", slug=doc.collection.slug, pk=doc.pk)
+    return render(
+        request,
+        "review/_exposure.html",
+        {"exposure": _exposure_context(doc, persona, found, publication), "back": back},
+    )
+
+
+def _redaction_context(doc, persona) -> dict:
+    """The review page's entity highlights, legend and redaction form (``_redaction.html``)."""
+    view = entities.document_entity_view(document=doc, persona=persona)
+    history = redaction.redaction_history(persona=persona, document=doc)
+    return {
+        "highlighted_body": view.highlighted_body,
+        "entity_legend": view.legend,
+        "suggestions": [
+            (e, entities.KIND_WORDS.get(e.kind, e.kind), e.kind in entities.SUGGESTED)
+            for e in view.entities
+        ],
+        "reasons": redaction.reasons(),
+        "redaction_now": history[0] if history and history[0].spans else None,
+        "redaction_history": history,
+    }
+
+
+def _spans_from_form(request, doc) -> list[dict]:
+    """The spans an archivist ticked (``field:start:end:kind``) and the phrases they typed."""
+    reason = request.POST.get("reason", "")
+    spans = []
+    for value in request.POST.getlist("span"):
+        field, _sep, rest = value.partition(":")
+        start, _sep, rest = rest.partition(":")
+        end, _sep, kind = rest.partition(":")
+        spans.append({"field": field, "start": start, "end": end, "kind": kind, "reason": reason})
+    phrases = request.POST.get("phrases", "").splitlines()
+    for s in redaction.phrase_spans(doc, [p for p in phrases if p.strip()][:100]):
+        spans.append({**s, "reason": reason})
+    return spans
+
+
+@require_POST
+@archivist_required
+def redact(request, persona_id, document_id):
+    """Release a redacted copy of the document: save the chosen spans as a new version of its
+    redaction and release it, in one transaction (a searcher never sees it unredacted)."""
+    persona = get_object_or_404(Persona, pk=persona_id)
+    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
+    until = None
+    if request.POST.get("until"):
+        try:
+            until = date.fromisoformat(request.POST["until"])
+        except ValueError:
+            messages.error(request, "The end date must be a date (YYYY-MM-DD).")
+            return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+    spans = _spans_from_form(request, doc)
+    if not spans:
+        messages.error(request, "Choose the spans to redact, or type the words, first.")
+        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+    note = request.POST.get("note", "")
+    try:
+        with transaction.atomic():
+            made = redaction.redaction_save(
+                archivist=request.user,
+                persona=persona,
+                document=doc,
+                spans=spans,
+                until=until,
+                note=note,
+            )
+            services.review_decide(
+                archivist=request.user, persona=persona, document=doc, kind="release", note=note
+            )
+    except (redaction.RedactionError, services.DecisionError) as exc:
+        messages.error(request, str(exc))
+        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+    messages.success(
+        request,
+        f"Released a redacted copy of “{doc.subject or '(no subject)'}” ({doc.docid}) for "
+        f"{persona.name}: {len(made.spans)} span(s) redacted, version {made.version}.",
+    )
+    nxt = selectors.review_queue(order=_queue_order(request), limit=1)
+    if nxt:
+        return redirect(
+            "review-item", persona_id=nxt[0]["persona_id"], document_id=nxt[0]["document_id"]
+        )
+    return redirect("review-queue")
+
+
+@require_safe
+@lead_required
+def redactions(request):
+    """Redacted documents, newest first, with every version, for a lead to review."""
+    return render(request, "review/redactions.html", {"rows": selectors.redactions_recent()})
+
+
+@require_POST
+@lead_required
+def redaction_revert(request, persona_id, document_id):
+    """Go back to an earlier version of a document's redaction (0: none) (lead)."""
+    persona = get_object_or_404(Persona, pk=persona_id)
+    doc = get_object_or_404(Document, pk=document_id)
+    try:
+        to_version = int(request.POST.get("to_version", ""))
+    except ValueError:
+        messages.error(request, "Say which version to go back to.")
+        return redirect("review-redactions")
+    try:
+        made = redaction.redaction_revert(
+            lead=request.user,
+            persona=persona,
+            document=doc,
+            to_version=to_version,
+            note=request.POST.get("note", ""),
+        )
+    except redaction.RedactionError as exc:
+        messages.error(request, str(exc))
+    else:
+        what = "no redaction" if not made.spans else f"the spans of version {to_version}"
+        messages.success(request, f"{doc.docid}: now {what} (version {made.version}).")
+    return redirect("review-redactions")
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@lead_required
+def lexicons(request):
+    """Each persona's own sensitive terms, which the recognisers find (lead)."""
+    if request.method == "POST":
+        persona = Persona.objects.filter(pk=id_param(request.POST.get("persona", "")) or 0).first()
+        lexicon = None
+        if persona is not None and request.POST.get("lexicon"):
+            lexicon = Lexicon.objects.filter(
+                pk=id_param(request.POST["lexicon"]) or 0, persona=persona
+            ).first()
+        if persona is None or (request.POST.get("lexicon") and lexicon is None):
+            messages.error(request, "The lexicon was not saved: no such persona or list.")
+            return redirect("review-lexicons")
+        try:
+            entities.lexicon_save(
+                persona=persona,
+                name=request.POST.get("name", ""),
+                terms=request.POST.get("terms", ""),
+                lexicon=lexicon,
+            )
+        except (ValueError, IntegrityError) as exc:
+            messages.error(request, f"The lexicon was not saved: {exc}")
+        else:
+            messages.success(
+                request, "Saved. The worker is finding its terms in every collection again."
+            )
+        return redirect("review-lexicons")
+    return render(
+        request,
+        "review/lexicons.html",
+        {"personas": Persona.objects.prefetch_related("lexicons").order_by("name")},
     )
 
 

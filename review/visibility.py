@@ -27,7 +27,8 @@ from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
 from ranking.services import IndexNotReady, index_paths
 from ranking.visible import Hit, Postings, VisibleIndex
-from review.models import Decision, Publication
+from review.models import Decision, Publication, Redaction
+from review.redaction import redacted_rows
 from review.selectors import decisions_in_force_kinds
 
 _lock = threading.Lock()
@@ -65,6 +66,12 @@ def _key(publication: Publication) -> tuple:
         .values_list("id", flat=True)
         .first()
     )
+    redacted = (
+        Redaction.objects.filter(persona=publication.persona, document__collection=collection)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
     return (
         collection.pk,
         collection.indexed_version,
@@ -72,6 +79,7 @@ def _key(publication: Publication) -> tuple:
         model,
         publication.band_low,
         last,
+        redacted,
         timezone.localdate(),
     )
 
@@ -118,7 +126,17 @@ def view(publication: Publication) -> VisibleView:
     docids = visible_docids(publication=publication, p=p, today=key[-1])
     rows = postings.rows(docids)  # documents imported after the index version: not yet
     shown = frozenset(postings.docids[r] for r in rows.tolist())
-    fresh = VisibleView(key, VisibleIndex(postings, rows), shown, postings)
+    # A redacted copy is searched as it reads (issue 20): its row holds the redacted text's
+    # terms, so redacted words are in none of the visible statistics.
+    redacted = redacted_rows(
+        persona=publication.persona,
+        collection=collection,
+        docids=shown,
+        today=key[-1],
+        analyze=lucene.analyze,
+    )
+    searched = postings.replaced(redacted)
+    fresh = VisibleView(key, VisibleIndex(searched, rows), shown, postings)
     with _lock:
         _views[publication.pk] = fresh
     return fresh

@@ -21,8 +21,8 @@ LAYER_NAMES = {CORE: "core", DATA: "data", SERVICES: "services", ENTRY: "entry p
 LAYERS = [
     # pure: numpy / scipy / scikit-learn / pyserini, no Django, no app data
     (
-        r"ranking\.(active|explain|features|highlight|ltr|lucene|measures|protection|protection_eval"
-        r"|runs|sensitivity|simulate|visible)",
+        r"ranking\.(active|entities|explain|exposure|features|highlight|ltr|lucene|measures"
+        r"|protection|protection_eval|runs|sensitivity|simulate|simulate_stopping|stopping|visible)",
         CORE,
     ),
     (r"annotate\.(agreement|parsing(\..+)?)", CORE),
@@ -33,11 +33,11 @@ LAYERS = [
     # writes and reads
     (
         r"annotate\.(services|selectors|jobs|projects|judgments|labels|exports|charts|importers"
-        r"|audit)",
+        r"|audit|threads|entities)",
         SERVICES,
     ),
-    (r"ranking\.(services|selectors|pooling|learning|classifier)", SERVICES),
-    (r"review\.(services|selectors|visibility|audit)", SERVICES),
+    (r"ranking\.(services|selectors|pooling|learning|classifier|check_samples)", SERVICES),
+    (r"review\.(services|selectors|visibility|audit|exposure|redaction)", SERVICES),
     # what a request, a worker or a command enters through
     (
         r"(annotate|ranking|review)\.(views|api|judging_api|lead_api|judging|lead|forms|admin|apps"

@@ -58,7 +58,7 @@ def test_release_appears_without_reload_and_withholding_never(
     archivist.keyboard.press("?")  # the page's keys, read from its form[data-keys]
     wait_for(archivist, "!!document.querySelector('dialog[data-keys-help]')?.open")
     listed = " ".join(archivist.inner_text("dialog[data-keys-help] dl").split())
-    assert listed == "r Release w Withhold n Not relevant", listed
+    assert listed == "r Release w Withhold n Not relevant x Release redacted copy", listed
     archivist.keyboard.press("Escape")
     wait_for(archivist, "!document.querySelector('dialog[data-keys-help]').open")
     archivist.keyboard.press("r")  # release; the next item opens

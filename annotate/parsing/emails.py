@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from email.message import Message
 
 from annotate.parsing.html_text import html_to_text
+from annotate.parsing.threads import id_list, normalise_id
 
 # Charsets tried, in order, after the declared one fails; latin-1 decodes any byte string.
 FALLBACK_CHARSETS = ("utf-8", "cp1252", "latin-1")
@@ -62,6 +63,11 @@ class ParsedEmail:
     raw_headers: str = ""
     attachments: list[ParsedAttachment] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Threading (annotate.parsing.threads): ids without angle brackets.
+    in_reply_to: str = ""
+    references: list[str] = field(default_factory=list)
+    # The mailbox folder the message was filed in ("Inbox/Projects"), "" if none.
+    folder: str = ""
 
     @property
     def content_hash(self) -> str:
@@ -154,14 +160,20 @@ def parse_date(value: str, problems: list[str]) -> datetime | None:
     except (TypeError, ValueError, IndexError, OverflowError):
         problems.append(f"header Date: unparseable value {value[:80]!r}")
         return None
+    return utc_instant(parsed, value, problems, "header Date")
+
+
+def utc_instant(parsed: datetime, value: str, problems: list[str], what: str) -> datetime | None:
+    """Return ``parsed`` as its UTC instant (naive values are taken as UTC); None, noted, if
+    it cannot be one."""
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
-    # The instant in UTC: RFC 5322 allows offsets up to +-99:59, PostgreSQL stores at most
-    # +-15:59 and refuses the whole batch otherwise ("-1600" is in the SpamAssassin corpus).
+    # RFC 5322 allows offsets up to +-99:59, PostgreSQL stores at most +-15:59 and refuses
+    # the whole batch otherwise ("-1600" is in the SpamAssassin corpus).
     try:
         return parsed.astimezone(UTC)
     except OverflowError:
-        problems.append(f"header Date: out of range {value[:80]!r}")
+        problems.append(f"{what}: out of range {value[:80]!r}")
         return None
 
 
@@ -216,6 +228,66 @@ def _is_attachment(part: Message, ctype: str, filename: str | None) -> bool:
     return not ctype.startswith("text/")
 
 
+def attachment_from_bytes(
+    data: bytes,
+    *,
+    content_type: str,
+    filename: str | None,
+    charset: str | None,
+    position: int,
+    problems: list[str],
+) -> ParsedAttachment:
+    """Return an attachment from its decoded bytes: a safe name, and its text when it is a
+    text type (HTML converted, cut to ``MAX_ATTACHMENT_TEXT``); binary kept by size only."""
+    name, changed = sanitise_filename(filename, position)
+    if changed:
+        problems.append(f"attachment name {filename[:80]!r} replaced by {name!r}")
+    ctype = (content_type or "application/octet-stream").lower()
+    is_text = ctype.startswith("text/") or ctype in TEXT_ATTACHMENT_TYPES
+    text = ""
+    if is_text and b"\x00" not in data[:4096]:
+        text = clean_text(decode_bytes(data, charset, problems, f"attachment {name}"))
+        if ctype == "text/html":
+            text = html_to_text(text)
+        if len(text) > MAX_ATTACHMENT_TEXT:
+            problems.append(f"attachment {name}: text cut to {MAX_ATTACHMENT_TEXT} chars")
+            text = text[:MAX_ATTACHMENT_TEXT]
+    else:
+        is_text = False
+    return ParsedAttachment(
+        filename=name, content_type=ctype[:255], size=len(data), is_text=is_text, text=text
+    )
+
+
+def nested_message_attachment(nested: "ParsedEmail", position: int) -> ParsedAttachment:
+    """Return an attached message as a text attachment: its headers, body and the text of
+    its own attachments (its problems are the caller's to keep)."""
+    # A subject is not a path: its slashes ("07/13/2001") must not cut the name short.
+    name = (nested.subject or f"message-{position + 1}").replace("/", "-").replace("\\", "-")
+    name, _ = sanitise_filename(name[:250] + ".eml", position)
+    text = "\n".join(
+        line
+        for line in (
+            f"From: {nested.from_header}" if nested.from_header else "",
+            f"To: {nested.to_header}" if nested.to_header else "",
+            f"Date: {nested.date.isoformat()}" if nested.date else "",
+            f"Subject: {nested.subject}" if nested.subject else "",
+            "",
+            nested.body,
+        )
+    ).strip()
+    for att in nested.attachments:
+        if att.text:
+            text += f"\n\n[{att.filename}]\n{att.text}"
+    return ParsedAttachment(
+        filename=name,
+        content_type="message/rfc822",
+        size=len(text.encode("utf-8", "surrogatepass")),
+        is_text=True,
+        text=text[:MAX_ATTACHMENT_TEXT],
+    )
+
+
 class _Walker:
     """Collect body parts and attachments of one message tree."""
 
@@ -251,66 +323,52 @@ class _Walker:
         self._attachment(part, ctype, filename)
 
     def _attachment(self, part: Message, ctype: str, filename: str | None) -> None:
-        position = len(self.attachments)
-        name, changed = sanitise_filename(filename, position)
-        if changed:
-            self.problems.append(f"attachment name {filename[:80]!r} replaced by {name!r}")
-        data = _part_payload(part, self.problems, f"attachment {name}")
-        is_text = ctype.startswith("text/") or ctype in TEXT_ATTACHMENT_TYPES
-        text = ""
-        if is_text and b"\x00" not in data[:4096]:
-            text = clean_text(
-                decode_bytes(data, part.get_content_charset(), self.problems, f"attachment {name}")
-            )
-            if ctype == "text/html":
-                text = html_to_text(text)
-            if len(text) > MAX_ATTACHMENT_TEXT:
-                self.problems.append(f"attachment {name}: text cut to {MAX_ATTACHMENT_TEXT} chars")
-                text = text[:MAX_ATTACHMENT_TEXT]
-        else:
-            is_text = False
+        data = _part_payload(part, self.problems, f"attachment {filename or ''}".strip())
         self.attachments.append(
-            ParsedAttachment(
-                filename=name, content_type=ctype[:255], size=len(data), is_text=is_text, text=text
+            attachment_from_bytes(
+                data,
+                content_type=ctype,
+                filename=filename,
+                charset=part.get_content_charset(),
+                position=len(self.attachments),
+                problems=self.problems,
             )
         )
 
     def _nested_message(self, part: Message, depth: int) -> None:
         payload = part.get_payload()
         inner = payload[0] if isinstance(payload, list) and payload else None
-        position = len(self.attachments)
         if not isinstance(inner, Message):
             self.problems.append("attached message is empty or unreadable")
             return
         nested = ParsedEmail()
         _fill(nested, inner, depth + 1)
         self.problems.extend(f"attached message: {p}" for p in nested.problems)
-        # A subject is not a path: its slashes ("07/13/2001") must not cut the name short.
-        name = (nested.subject or f"message-{position + 1}").replace("/", "-").replace("\\", "-")
-        name, _ = sanitise_filename(name[:250] + ".eml", position)
-        text = "\n".join(
-            line
-            for line in (
-                f"From: {nested.from_header}" if nested.from_header else "",
-                f"To: {nested.to_header}" if nested.to_header else "",
-                f"Date: {nested.date.isoformat()}" if nested.date else "",
-                f"Subject: {nested.subject}" if nested.subject else "",
-                "",
-                nested.body,
-            )
-        ).strip()
-        for att in nested.attachments:
-            if att.text:
-                text += f"\n\n[{att.filename}]\n{att.text}"
-        self.attachments.append(
-            ParsedAttachment(
-                filename=name,
-                content_type="message/rfc822",
-                size=len(text.encode("utf-8", "surrogatepass")),
-                is_text=True,
-                text=text[:MAX_ATTACHMENT_TEXT],
-            )
-        )
+        self.attachments.append(nested_message_attachment(nested, len(self.attachments)))
+
+
+def set_body(out: ParsedEmail, plain: list[str], html: list[str]) -> None:
+    """Set the body from the text/plain parts, else from the HTML parts as text (flagged)."""
+    if plain:
+        out.body = "\n\n".join(t.strip("\n") for t in plain)
+    elif html:
+        out.body = "\n\n".join(html_to_text(t) for t in html)
+        out.body_from_html = True
+
+
+def set_addresses(out: ParsedEmail) -> None:
+    """Set ``out.addresses`` (normalised, lower-case) from its From/To/Cc/Bcc headers."""
+    from_addrs = _addresses(out.from_header)
+    out.addresses = {"from": from_addrs[0] if from_addrs else ""}
+    for key in _ADDRESS_HEADERS:
+        out.addresses[key] = _addresses(getattr(out, f"{key}_header"))
+
+
+def set_thread_headers(out: ParsedEmail, in_reply_to: str, references: str) -> None:
+    """Store the ids of In-Reply-To (its first) and References on ``out``."""
+    parents = id_list(in_reply_to)
+    out.in_reply_to = parents[0] if parents else normalise_id(in_reply_to)
+    out.references = id_list(references)
 
 
 def _fill(out: ParsedEmail, msg: Message, depth: int = 0) -> None:
@@ -322,17 +380,13 @@ def _fill(out: ParsedEmail, msg: Message, depth: int = 0) -> None:
     out.bcc_header = _header(msg, "Bcc", problems)
     out.message_id = _header(msg, "Message-ID", problems)[:998]
     out.date = parse_date(_header(msg, "Date", problems), problems)
-    from_addrs = _addresses(out.from_header)
-    out.addresses = {"from": from_addrs[0] if from_addrs else ""}
-    for key in _ADDRESS_HEADERS:
-        out.addresses[key] = _addresses(getattr(out, f"{key}_header"))
+    set_thread_headers(
+        out, _header(msg, "In-Reply-To", problems), _header(msg, "References", problems)
+    )
+    set_addresses(out)
     walker = _Walker(problems)
     walker.walk(msg, depth)
-    if walker.plain:
-        out.body = "\n\n".join(t.strip("\n") for t in walker.plain)
-    elif walker.html:
-        out.body = "\n\n".join(html_to_text(t) for t in walker.html)
-        out.body_from_html = True
+    set_body(out, walker.plain, walker.html)
     out.attachments = walker.attachments
 
 

@@ -1,4 +1,5 @@
-"""Find email messages in files: RFC-822 files, directories of them, mbox, JSONL and zip.
+"""Find email messages in files: RFC-822 files, directories of them (Maildir, Maildir++ and
+Thunderbird-style mbox trees included), mbox, JSONL, zip, Outlook .msg and PST/OST, and EAXS.
 
 Yields ``EmailItem`` for each message (parsed, with its problems) and ``Issue`` for each file,
 line or member that could not be read. Sizes are checked before anything is read into memory.
@@ -6,35 +7,46 @@ line or member that could not be read. Sizes are checked before anything is read
 
 import email.utils
 import json
+import mailbox
 import os
 import re
 import struct
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from annotate.parsing import MAX_DOCID_LENGTH, Issue, id_problem
 from annotate.parsing.emails import (
-    EmailParseError,
     ParsedAttachment,
     ParsedEmail,
     clean_text,
     parse_date,
-    parse_email_bytes,
     sanitise_filename,
 )
 from annotate.parsing.html_text import html_to_text
+from annotate.parsing.items import (  # noqa: F401 (re-exported: tests and callers use them)
+    MAX_DOCID,
+    EmailItem,
+    Limits,
+    _docid,
+    _mb,
+    _single,
+    join_folder,
+)
 
 MBOX_SUFFIXES = {".mbox", ".mbx"}
 JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 ZIP_SUFFIXES = {".zip"}
-# Files that sit beside messages in common corpora and are not messages.
-IGNORED_SUFFIXES = {".json", ".js", ".md", ".pdf", ".gz", ".tgz", ".tar", ".py", ".html"}
-MAX_DOCID = MAX_DOCID_LENGTH
-# Whitespace and control characters: a file name may hold them, a TREC doc id may not.
-_NOT_IN_DOCID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
+MSG_SUFFIXES = {".msg"}
+PST_SUFFIXES = {".pst", ".ost"}
+XML_SUFFIXES = {".xml"}
+# Files that sit beside messages in common corpora and are not messages (".msf": the
+# index Thunderbird keeps beside each mbox).
+IGNORED_SUFFIXES = {".json", ".js", ".md", ".pdf", ".gz", ".tgz", ".tar", ".py", ".html", ".msf"}
+# The first line of an mbox: "From " sender, then a date (the sender may be MAILER-DAEMON).
+_MBOX_FROM_LINE = re.compile(rb"^From \S+ +\S.*\d\d:\d\d(:\d\d)? .*\d{4}\s*$")
 
 
 # Below this many bytes out of a member, its compression ratio is not judged: a short
@@ -42,38 +54,11 @@ _NOT_IN_DOCID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
 RATIO_FLOOR = 1024 * 1024
 
 
-@dataclass
-class Limits:
-    """The caps an import reads within (``config/settings.py`` sets them from the env)."""
-
-    max_file_bytes: int = 50 * 1024 * 1024
-    max_message_bytes: int = 25 * 1024 * 1024
-    # An archive: bytes out of all its members, entries in it, and bytes out per byte in.
-    max_archive_bytes: int = 200 * 1024 * 1024
-    max_archive_members: int = 100_000
-    max_compression_ratio: int = 100
-    known: Callable[[str], bool] | None = None
-
-
-@dataclass
-class EmailItem:
-    docid: str
-    source: str
-    where: str
-    email: ParsedEmail | None
-
-
-def _mb(n: int) -> str:
-    return f"{n / (1024 * 1024):.1f} MB"
-
-
-def _docid(text: str) -> str:
-    """Return a doc id made from a path (``<folder>/<file>``, ``<zip>/<member>``, ``<mbox>#n``):
-    each run of whitespace or control characters becomes ``_``, so the id is one TREC field."""
-    text = _NOT_IN_DOCID.sub("_", clean_text(text).strip())
-    if len(text) > MAX_DOCID:  # keep ids unique but bounded: the tail is the distinctive part
-        text = text[-MAX_DOCID:]
-    return text
+def looks_like_mbox(head: bytes) -> bool:
+    """Return whether bytes start like an mbox (a ``From sender date`` line), for mbox
+    files without a suffix (Thunderbird's "Inbox", "Sent")."""
+    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    return bool(_MBOX_FROM_LINE.match(first))
 
 
 def iter_emails(
@@ -105,30 +90,69 @@ def iter_emails(
     yield from _iter_file(path, label or path.name, limits)
 
 
+def folder_name(part: str) -> str:
+    """Return a mailbox folder's name from a directory name: Thunderbird's ``X.sbd`` (the
+    subfolders of mbox ``X``) is ``X``; Maildir++'s ``.Sent.2001`` is ``Sent/2001``."""
+    if part.endswith(".sbd"):
+        return part[: -len(".sbd")]
+    if part.startswith(".") and len(part) > 1:
+        return "/".join(p for p in part[1:].split(".") if p)
+    return part
+
+
+def _is_maildir(path: Path) -> bool:
+    return (path / "cur").is_dir() and (path / "new").is_dir()
+
+
 def _iter_dir(root: Path, limits: Limits) -> Iterator[EmailItem | Issue]:
     for entry in iter_dir_files(root):
         if isinstance(entry, Issue):
             yield entry
         else:
-            yield from _iter_file(entry[0], entry[1], limits)
+            yield from _read_unit(entry, limits)
 
 
-def parse_file_job(job: tuple[str, str, Limits]) -> list[EmailItem | Issue]:
-    """Parse one file of a folder in a worker process: ``(path, label, limits)`` -> items
+class FolderUnit(NamedTuple):
+    """One unit of a folder's import: a mail file, or a whole Maildir (``maildir``)."""
+
+    path: Path
+    label: str
+    folder: str
+    maildir: bool = False
+
+
+def _read_unit(unit: FolderUnit, limits: Limits) -> Iterator[EmailItem | Issue]:
+    if unit.maildir:
+        return iter_maildir(unit.path, unit.label, unit.folder, limits)
+    return _iter_file(unit.path, unit.label, limits, unit.folder)
+
+
+def parse_file_job(job: tuple[FolderUnit, Limits]) -> list[EmailItem | Issue]:
+    """Parse one unit of a folder in a worker process: ``(unit, limits)`` -> items
     (``annotate.importers.collection_import_emails`` with ``workers``)."""
-    path, label, limits = job
-    return list(_iter_file(Path(path), label, limits))
+    unit, limits = job
+    return list(_read_unit(unit, limits))
 
 
-def iter_dir_files(root: Path) -> Iterator[tuple[Path, str] | Issue]:
-    """The files of a folder an import reads, as ``(path, label)``, in reading order, and an
-    ``Issue`` for each one it skips (links, dot files aside, suffixes that are not mail)."""
+def iter_dir_files(root: Path) -> Iterator[FolderUnit | Issue]:
+    """The units of a folder an import reads (mail files, and Maildirs as one unit each), in
+    reading order, and an ``Issue`` for each file it skips (links, suffixes that are not
+    mail; dot files aside)."""
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(root)
+        folder = join_folder(*(folder_name(p) for p in rel_dir.parts))
+        if _is_maildir(here):
+            yield FolderUnit(here, f"{root.name}/{rel_dir.as_posix()}", folder, maildir=True)
+            # cur/new/tmp were read (tmp holds deliveries not finished: never read); its
+            # Maildir++ subfolders (".Sent") are walked as folders of their own.
+            dirnames[:] = sorted(d for d in dirnames if d.startswith(".") and _is_maildir(here / d))
+            continue
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             if name.startswith("."):
                 continue
-            full = Path(dirpath) / name
+            full = here / name
             # The folder's own name is kept so that two folders' 00001.eml stay distinct.
             rel = f"{root.name}/{full.relative_to(root).as_posix()}"
             if full.is_symlink():
@@ -137,22 +161,65 @@ def iter_dir_files(root: Path) -> Iterator[tuple[Path, str] | Issue]:
             if full.suffix.lower() in IGNORED_SUFFIXES:
                 yield Issue(rel, "", f"{full.suffix} files are not messages", "skipped")
                 continue
-            yield full, rel
+            yield FolderUnit(full, rel, folder)
 
 
-def _iter_file(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
+def iter_maildir(path: Path, label: str, folder: str, limits: Limits):
+    """Yield the messages of one Maildir (``new`` and ``cur``; ``tmp`` is never read).
+
+    Doc ids use the message's unique name without its ``:2,FLAGS`` suffix, so a message a
+    mail client has since marked read is the same document on a re-run.
+    """
+    try:
+        box = mailbox.Maildir(path, factory=None, create=False)
+        keys = sorted(box.keys())
+    except OSError as exc:
+        yield Issue(label, "", f"cannot read Maildir: {exc.strerror or exc}")
+        return
+    label = label.rstrip("/").removesuffix("/.")
+    for key in keys:
+        docid = f"{label}/{key}"
+        try:
+            fh = box.get_file(key)
+        except (KeyError, OSError) as exc:
+            yield Issue(label, key, f"cannot read message: {exc}"[:300])
+            continue
+        with fh:
+            # Read one byte past the limit, never more: a larger message is refused.
+            data = fh.read(limits.max_message_bytes + 1)
+        if len(data) > limits.max_message_bytes:
+            if limits.known is not None and limits.known(_docid(docid)):
+                yield EmailItem(_docid(docid), label, key, None, folder)
+                continue
+            yield Issue(label, key, f"message is over the {_mb(limits.max_message_bytes)} limit")
+            continue
+        if not data:
+            yield Issue(label, key, "empty file")
+            continue
+        yield from _single(data, docid, label, key, limits, folder)
+
+
+def _iter_file(
+    path: Path, label: str, limits: Limits, folder: str = ""
+) -> Iterator[EmailItem | Issue]:
     try:
         size = path.stat().st_size
     except OSError as exc:
         yield Issue(label, "", f"cannot read file: {exc.strerror}")
         return
+    suffix = path.suffix.lower()
     if size > limits.max_file_bytes:
         yield Issue(label, "", f"file is {_mb(size)}, over the {_mb(limits.max_file_bytes)} limit")
         return
     if size == 0:
         yield Issue(label, "", "empty file")
         return
-    suffix = path.suffix.lower()
+    if suffix in PST_SUFFIXES:
+        # Read by readpst from disk, never into memory whole (annotate.parsing.pst).
+        from annotate.parsing.pst import iter_pst
+
+        yield from iter_pst(path, label, limits, folder)
+        return
     if suffix in ZIP_SUFFIXES:
         yield from _iter_zip(path, label, limits)
         return
@@ -161,38 +228,39 @@ def _iter_file(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | I
     except OSError as exc:
         yield Issue(label, "", f"cannot read file: {exc.strerror}")
         return
-    if suffix in MBOX_SUFFIXES:
-        yield from iter_mbox_bytes(data, label, limits)
+    yield from _iter_data(data, label, label, "", limits, folder, suffix, stem=path.stem)
+
+
+def _iter_data(data, docid, source, where, limits, folder, suffix, *, stem):
+    """Dispatch one file's (or zip member's) bytes on its suffix, then on its content."""
+    if suffix in MBOX_SUFFIXES or (
+        suffix not in JSONL_SUFFIXES | MSG_SUFFIXES | XML_SUFFIXES
+        and looks_like_mbox(data[:1024])
+        # One message with its envelope line stays a message file (its doc id unchanged).
+        and re.search(rb"\n\r?\nFrom ", data) is not None
+    ):
+        # An mbox is a folder of its own: "Sent.mbox" in "Archive" is "Archive/Sent".
+        yield from iter_mbox_bytes(data, docid, limits, join_folder(folder, stem))
     elif suffix in JSONL_SUFFIXES:
-        yield from iter_jsonl_bytes(data, label, limits)
+        yield from iter_jsonl_bytes(data, docid, limits, folder)
+    elif suffix in MSG_SUFFIXES:
+        from annotate.parsing.outlook import parse_msg_bytes
+
+        yield from _single(data, docid, source, where, limits, folder, parse=parse_msg_bytes)
+    elif suffix in XML_SUFFIXES:
+        from annotate.parsing.eaxs import iter_eaxs_bytes, looks_like_eaxs
+
+        if looks_like_eaxs(data[:4096]):
+            yield from iter_eaxs_bytes(data, docid, limits, folder)
+        else:
+            yield Issue(source, where, "XML that is not an EAXS account (no <Account> root)")
     else:
-        yield from _single(data, label, label, "", limits)
+        yield from _single(data, docid, source, where, limits, folder)
 
 
-def _single(data: bytes, docid: str, source: str, where: str, limits: Limits):
-    docid = _docid(docid)
-    if limits.known is not None and limits.known(docid):
-        yield EmailItem(docid, source, where, None)
-        return
-    if len(data) > limits.max_message_bytes:
-        yield Issue(
-            source,
-            where,
-            f"message is {_mb(len(data))}, over the {_mb(limits.max_message_bytes)} limit",
-        )
-        return
-    try:
-        parsed = parse_email_bytes(data)
-    except EmailParseError as exc:
-        yield Issue(source, where, str(exc))
-        return
-    except Exception as exc:  # the stdlib parser on hostile input: report, never crash
-        yield Issue(source, where, f"unreadable message ({type(exc).__name__}: {exc})"[:300])
-        return
-    yield EmailItem(docid, source, where, parsed)
-
-
-def iter_mbox_bytes(data: bytes, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
+def iter_mbox_bytes(
+    data: bytes, label: str, limits: Limits, folder: str = ""
+) -> Iterator[EmailItem | Issue]:
     """Split an mbox (mboxo/mboxrd) on ``From `` lines and parse each message."""
     if not data.startswith(b"From "):
         yield Issue(label, "line 1", "not an mbox file: the first line does not start with 'From '")
@@ -215,7 +283,7 @@ def iter_mbox_bytes(data: bytes, label: str, limits: Limits) -> Iterator[EmailIt
             for ln in message.split(b"\n")
         )
         where = f"line {first_line} (offset {begin})"
-        yield from _single(message, f"{label}#{n}", label, where, limits)
+        yield from _single(message, f"{label}#{n}", label, where, limits, folder)
 
 
 def _as_list(value) -> list[str]:
@@ -294,7 +362,9 @@ def _email_from_json(obj: dict) -> ParsedEmail:
     return out
 
 
-def iter_jsonl_bytes(data: bytes, label: str, limits: Limits) -> Iterator[EmailItem | Issue]:
+def iter_jsonl_bytes(
+    data: bytes, label: str, limits: Limits, folder: str = ""
+) -> Iterator[EmailItem | Issue]:
     """Yield one message per JSON line: either ``{"raw": "<RFC-822>"}`` or structured fields."""
     for line_no, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
@@ -328,18 +398,20 @@ def iter_jsonl_bytes(data: bytes, label: str, limits: Limits) -> Iterator[EmailI
             if not isinstance(raw, str):
                 yield Issue(label, where, "field 'raw' must be a string")
                 continue
-            yield from _single(raw.encode("utf-8", "surrogateescape"), docid, label, where, limits)
+            raw_bytes = raw.encode("utf-8", "surrogateescape")
+            yield from _single(raw_bytes, docid, label, where, limits, folder)
             continue
         docid = _docid(docid)
         if limits.known is not None and limits.known(docid):
-            yield EmailItem(docid, label, where, None)
+            yield EmailItem(docid, label, where, None, folder)
             continue
         try:
             parsed = _email_from_json(obj)
         except ValueError as exc:
             yield Issue(label, where, str(exc))
             continue
-        yield EmailItem(docid, label, where, parsed)
+        parsed.folder = folder
+        yield EmailItem(docid, label, where, parsed, folder)
 
 
 def _safe_member(name: str) -> str | None:
@@ -492,6 +564,12 @@ def _iter_zip(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Is
             if name.startswith(".") or PurePosixPath(member).suffix.lower() in IGNORED_SUFFIXES:
                 yield Issue(label, member, "not a message file", "skipped")
                 continue
+            if PurePosixPath(member).suffix.lower() in PST_SUFFIXES:
+                yield Issue(label, member, "a PST inside a zip is not read: import it alone")
+                continue
+            if PurePosixPath(member).parent.name == "tmp":
+                yield Issue(label, member, "Maildir tmp/ (unfinished delivery)", "skipped")
+                continue
             left = limits.max_archive_bytes - total
             try:
                 data = read_zip_member(
@@ -523,10 +601,16 @@ def _iter_zip(path: Path, label: str, limits: Limits) -> Iterator[EmailItem | Is
                 yield Issue(label, member, f"member could not be read ({exc})"[:300])
                 continue
             total += len(data)
-            suffix = PurePosixPath(member).suffix.lower()
-            if suffix in MBOX_SUFFIXES:
-                yield from iter_mbox_bytes(data, f"{label}/{member}", limits)
-            elif suffix in JSONL_SUFFIXES:
-                yield from iter_jsonl_bytes(data, f"{label}/{member}", limits)
-            else:
-                yield from _single(data, f"{label}/{member}", label, member, limits)
+            pure = PurePosixPath(member)
+            folder = join_folder(*(folder_name(p) for p in pure.parent.parts))
+            folder = "/".join(p for p in folder.split("/") if p not in ("cur", "new"))
+            yield from _iter_data(
+                data,
+                f"{label}/{member}",
+                label,
+                member,
+                limits,
+                folder,
+                pure.suffix.lower(),
+                stem=pure.stem,
+            )

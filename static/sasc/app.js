@@ -9,15 +9,28 @@ document.addEventListener("keydown", (event) => {
     if (box) { event.preventDefault(); box.focus(); box.select(); }
     return;
   }
+  // e / E: the next / previous highlighted sensitive span of the message shown (a page
+  // with a preloaded task keeps it in a <template>, out of reach of querySelectorAll).
+  if (event.key === "e" || event.key === "E") {
+    const marks = [...document.querySelectorAll("article.email mark.ent")].filter((m) => m.offsetParent !== null);
+    if (!marks.length) return;
+    event.preventDefault();
+    const at = marks.indexOf(document.querySelector("mark.ent.ent-current"));
+    const next = event.key === "e" ? (at + 1) % marks.length : (at - 1 + marks.length) % marks.length;
+    marks.forEach((m) => m.classList.remove("ent-current"));
+    marks[next].classList.add("ent-current");
+    marks[next].scrollIntoView({ block: "center" });
+    return;
+  }
   // A form with data-keys="r:release w:withhold" submits the button of that value on the key.
-  const form = document.querySelector("form[data-keys]");
-  if (!form) return;
-  for (const pair of form.dataset.keys.split(" ")) {
-    const [key, value] = pair.split(":");
-    if (event.key === key) {
-      const button = form.querySelector(`button[value="${value}"]`);
-      if (button) { event.preventDefault(); form.requestSubmit(button); }
-      return;
+  for (const form of document.querySelectorAll("form[data-keys]")) {
+    for (const pair of form.dataset.keys.split(" ")) {
+      const [key, value] = pair.split(":");
+      if (event.key === key) {
+        const button = form.querySelector(`button[value="${value}"]`);
+        if (button) { event.preventDefault(); form.requestSubmit(button); }
+        return;
+      }
     }
   }
 });

@@ -307,6 +307,10 @@
     } else if (e.key === "p") {
       const p = current.querySelector("[data-persona]");
       p.open = !p.open;
+    } else if (e.key === "t" && current.querySelector("[data-thread]")) {
+      const t = current.querySelector("[data-thread]");
+      t.open = !t.open;
+      if (t.open) t.scrollIntoView({ block: "nearest" });
     } else if (e.key === "s" && current.querySelector("form.skip details")) {
       const d = current.querySelector("form.skip details");
       d.open = true;

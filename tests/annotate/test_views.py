@@ -203,3 +203,50 @@ def test_upload_over_the_limit_is_refused_by_the_form(login, users, collection, 
     assert response.status_code == 200
     assert "big.mbox is 1.0 MB; the limit is 1 MB." in response.content.decode()
     assert not Job.objects.exists()
+
+
+def test_upload_takes_outlook_messages_and_eaxs_accounts_with_their_folders(
+    login, users, collection, settings, django_capture_on_commit_callbacks
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotate.models import Document
+    from config.celery import app
+    from tests.msgwriter import MsgMessage, build_msg
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.task_always_eager = True
+    client = login(users["lead"])
+    eaxs = (
+        b'<?xml version="1.0"?><Account xmlns="https://github.com/StateArchivesOfNorthCarolina/'
+        b'tomes-eaxs-2"><GlobalId>a</GlobalId><Folder><Name>Inbox</Name><Message>'
+        b"<LocalId>7</LocalId><MessageId>&lt;e1@x&gt;</MessageId><From>ann@x.org</From>"
+        b"<Subject>Minutes</Subject><SingleBody><ContentType>text/plain</ContentType>"
+        b"<BodyContent><Content>Board minutes.</Content></BodyContent></SingleBody>"
+        b"</Message></Folder></Account>"
+    )
+    uploads = [
+        SimpleUploadedFile("account.xml", eaxs),
+        SimpleUploadedFile("reply.msg", build_msg(MsgMessage(subject="Re: Minutes", body="ok"))),
+    ]
+    try:
+        for upload in uploads:
+            with django_capture_on_commit_callbacks(execute=True):
+                client.post(
+                    reverse("import"),
+                    {
+                        "collection": collection.pk,
+                        "format": "emails",
+                        "new_kind": "email",
+                        "file": upload,
+                    },
+                )
+    finally:
+        app.conf.task_always_eager = False
+    docs = {d.docid: d for d in Document.objects.filter(collection=collection)}
+    assert docs["account.xml#7"].folder == "Inbox"
+    assert docs["account.xml#7"].body == "Board minutes."
+    assert docs["reply.msg"].body == "ok"
+    # The Outlook reply joins the EAXS message's thread by its subject.
+    assert docs["reply.msg"].thread_key == docs["account.xml#7"].thread_key != ""
+    assert ".pst" in client.get(reverse("import")).content.decode()

@@ -37,21 +37,25 @@ def test_every_feature_the_featurizer_produces_has_words_in_both_directions():
     featurizer = sensitivity.Featurizer(("corp.example",))
     featurizer.fit_transform(_messages())
     families = {name.partition(":")[0] for name in featurizer.names}
-    assert families == {"subject", "body", "attachments", "meta", "graph"}
+    assert families == {"subject", "body", "attachments", "meta", "graph", "entity"}
     assert {f"meta:{n}" for n in sensitivity.METADATA} <= set(featurizer.names)
+    assert {f"entity:{k}" for k in sensitivity.ENTITY} <= set(featurizer.names)
     assert {f"graph:{n}" for n in sensitivity.GRAPH} <= set(featurizer.names)
     for name in featurizer.names:
         for above in (True, False):
             phrase = explain.feature_phrase(name, above=above)
             assert phrase and not RAW.search(phrase), (name, above, phrase)
     # the two directions of a metadata or graph feature say different things
-    for name in [f"meta:{n}" for n in sensitivity.METADATA] + [
-        f"graph:{n}" for n in sensitivity.GRAPH
-    ]:
+    for name in (
+        [f"meta:{n}" for n in sensitivity.METADATA]
+        + [f"graph:{n}" for n in sensitivity.GRAPH]
+        + [f"entity:{k}" for k in sensitivity.ENTITY]
+    ):
         assert explain.feature_phrase(name) != explain.feature_phrase(name, above=False), name
 
 
 def test_the_phrases_name_what_the_feature_means():
+    assert explain.feature_phrase("entity:card") == "more card numbers than usual"
     assert explain.feature_phrase("meta:weekday_tue") == "sent on a Tuesday"
     assert explain.feature_phrase("meta:weekday_tue", above=False) == "not sent on a Tuesday"
     assert explain.feature_phrase("body:salary") == "the word “salary” in the body"

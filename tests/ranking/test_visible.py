@@ -154,3 +154,22 @@ def test_postings_survive_saving(tmp_path):
     assert loaded.lengths.tolist() == [3, 2, 0]
     view = VisibleIndex(loaded, loaded.rows(["a", "b"]))
     assert [h.docid for h in view.search(["y"], 5)] == ["a", "b"]
+
+
+def test_a_replaced_row_ranks_exactly_as_if_the_document_had_been_indexed_so():
+    """Issue 20: a redacted copy's row replaces the original; the statistics and scores are
+    those of a collection that never held the redacted words."""
+    original = [
+        ("a", ["secret", "report", "budget", "secret"]),
+        ("b", ["report", "lunch"]),
+        ("c", ["budget", "budget", "notes"]),
+    ]
+    redacted = {"a": ["report", "budget"]}
+    replaced = Postings.build(original).replaced(redacted)
+    direct = Postings.build([(d, redacted.get(d, t)) for d, t in original])
+    rows = np.arange(3)
+    left, right = VisibleIndex(replaced, rows), VisibleIndex(direct, rows)
+    assert "secret" not in left.vocabulary and left.search(["secret"], 10) == []
+    for query in (["report"], ["budget", "report"], ["lunch", "notes"]):
+        assert left.search(query, 10) == right.search(query, 10)
+    assert Postings.build(original).replaced({}).docids == ["a", "b", "c"]

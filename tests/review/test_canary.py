@@ -13,14 +13,14 @@ from django.urls import reverse
 
 from annotate.models import Attachment
 from ranking.services import index_build
-from review import services
+from review import redaction, services
 from review.models import Decision, ReviewRequest, SearchLog
 from tests.acceptance.stack import report
 from tests.reviewkit import searcher_search
 from tests.routekit import named_routes
 
 pytestmark = pytest.mark.lucene
-TOKENS = ("qcanarysubj", "qcanarybody", "qcanaryattname", "qcanaryatttext")
+TOKENS = ("qcanarysubj", "qcanarybody", "qcanaryattname", "qcanaryatttext", "qcanaryredact")
 
 
 @pytest.fixture
@@ -45,9 +45,26 @@ def canaries(published, users):
             is_text=True,
             text=f"qcanaryatttext{n}",
         )
+    # issue 20: a visible document released as a redacted copy, the canary redacted from its
+    # subject and body; the rest of it stays findable
+    redacted = [d for d in docs if kinds[d.pk] == "safe"][1]
+    redacted.subject = f"{redacted.subject} qcanaryredact3"
+    redacted.body = f"{redacted.body}\nmy account is qcanaryredact3 thanks"
+    redacted.save(update_fields=["subject", "body"])
     index_build(collection_id=c.pk, force=True)
     services.review_decide(
         archivist=users["archivist"], persona=persona, document=withheld, kind="withhold"
+    )
+    spans = [
+        {"field": f, "start": m.start(), "end": m.end(), "kind": "typed", "reason": "financial"}
+        for f in ("subject", "body")
+        for m in re.finditer("qcanaryredact3", getattr(redacted, f))
+    ]
+    redaction.redaction_save(
+        archivist=users["archivist"], persona=persona, document=redacted, spans=spans
+    )
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=redacted, kind="release"
     )
     return c, persona, hidden
 
@@ -71,7 +88,7 @@ def test_no_canary_reaches_a_searcher_anywhere(canaries, login, users):
     checked, leaks = 0, []
     # Queries: each canary alone, with words the hidden documents share with others, and the
     # hidden documents' own subjects.
-    queries = [f"{t}{n}" for t in TOKENS for n in range(3)]
+    queries = [f"{t}{n}" for t in TOKENS for n in range(4)]
     queries += ["shared words", "razor linux spam"] + [d.subject for d in hidden]
     for q in queries:
         r = searcher_search(searcher, c, q)
@@ -147,10 +164,13 @@ def test_a_query_matching_only_canaries_looks_like_a_query_matching_nothing(cana
         body = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", body)
         return re.sub(r'"X-CSRFToken": "[^"]+"', "", body), search
 
-    for n in range(3):  # withheld, predicted sensitive, uncertain (which also asks the archivist)
-        canary, canary_search = page(f"qcanarybody{n}")
+    # withheld, predicted sensitive, uncertain (which also asks the archivist), and the word
+    # redacted from a released document (issue 20)
+    for n, token in enumerate(["qcanarybody"] * 3 + ["qcanaryredact"]):
+        canary, canary_search = page(f"{token}{n}")
         nothing, nothing_search = page(f"qnomatchxxx{n}")
         assert canary_search.shown == [] and nothing_search.shown == []
         assert canary == nothing and len(canary) == len(nothing)
-    assert ReviewRequest.objects.filter(search=canary_search, document=hidden[2]).exists()
+        if n == 2:
+            assert ReviewRequest.objects.filter(search=canary_search, document=hidden[2]).exists()
     assert Decision.objects.filter(document=hidden[0], kind="withhold").exists()

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management import command_collection
 from annotate.parsing.trec import QREL_FORMATS
-from ranking import active, pooling, simulate
+from ranking import active, pooling, simulate, simulate_stopping, stopping
 from ranking.runs import topic_key
 from ranking.services import collection_features, index_paths, relevance_qrels
 
@@ -79,6 +79,27 @@ class Command(BaseCommand):
             "5; 1 keeps every topic with any)",
         )
 
+        parser.add_argument(
+            "--stopping",
+            action="store_true",
+            help="evaluate the stopping rules instead of the learning curves: per topic and "
+            "seed, recall at stop, failures below the target, cost against an oracle, and "
+            "the estimate's interval coverage",
+        )
+        parser.add_argument(
+            "--target", type=float, action="append", help="recall target (repeatable; 0.8, 0.9)"
+        )
+        parser.add_argument("--confidence", type=float, default=0.95)
+        parser.add_argument(
+            "--seeds", type=int, default=3, help="random seeds per topic (--stopping)"
+        )
+        parser.add_argument(
+            "--sample-pct", type=float, default=20.0, help="check sample, %% of the frame"
+        )
+        parser.add_argument(
+            "--stop-batch-pct", type=float, default=5.0, help="review batch, %% of the pool"
+        )
+
     def handle(self, *args, **opts):
         collection = command_collection(opts["collection"], indexed=True)
         if not 0 < opts["batch_pct"] <= 100:
@@ -137,6 +158,8 @@ class Command(BaseCommand):
                     ranking=run_rows[opts["rds_system"]].get(topic.number, []),
                 )
             )
+        if opts["stopping"]:
+            return self._stopping(collection, features, data, opts, started)
         results = []
         for seed_mode in opts["seed_mode"] or ["is", "rds"]:
             for strategy in opts["strategy"] or list(active.STRATEGIES):
@@ -190,6 +213,97 @@ class Command(BaseCommand):
         for measure, label in MEASURES.items():
             self._plot(results, measure, label, out / f"{collection.slug}-{measure}.png")
         self.stdout.write(f"wrote {out / 'al_simulate.json'} and {len(MEASURES)} plots")
+
+    def _stopping(self, collection, features, data, opts, started) -> None:
+        targets = tuple(opts["target"] or (0.8, 0.9))
+        if not all(0 < t < 1 for t in targets):
+            raise CommandError("--target must be between 0 and 1")
+        if not 0 < opts["confidence"] < 1:
+            raise CommandError("--confidence must be between 0 and 1")
+        if not 0 < opts["sample_pct"] <= 100 or not 0 < opts["stop_batch_pct"] <= 100:
+            raise CommandError("--sample-pct and --stop-batch-pct must be above 0 and at most 100")
+        if opts["seeds"] < 1:
+            raise CommandError("--seeds must be at least 1")
+        settings = simulate_stopping.StopSettings(
+            strategy=(opts["strategy"] or ["cal"])[0],
+            batch_pct=opts["stop_batch_pct"],
+            sample_pct=opts["sample_pct"],
+            targets=targets,
+            confidence=opts["confidence"],
+            c=opts["c"] if opts["c"] != simulate.PAPER_C else active.DEFAULT_C,
+            # the 5 relevant seeds, and at least one relevant left for the review to find
+            min_topic_relevant=max(opts["min_topic_relevant"], simulate.IS_RELEVANT + 1),
+        )
+        seeds = [opts["random_seed"] + i for i in range(opts["seeds"])]
+        result = simulate_stopping.simulate_stopping(features.matrix, data, settings, seeds)
+        summary = result["summary"]
+        self.stdout.write(
+            f"{collection.slug}: {summary['runs']} runs (topics x seeds), "
+            f"{len(result['left_out'])} topics left out (< {settings.min_topic_relevant} relevant "
+            f"in the pool); mean pool {summary['mean_pool']:.0f}, relevant "
+            f"{summary['mean_relevant']:.1f}, check sample {summary['mean_sample']:.0f} "
+            f"({summary['mean_sample_relevant']:.1f} relevant); interval coverage "
+            f"{summary['coverage_mean']:.3f}"
+        )
+        self.stdout.write(
+            f"{'rule':<16}{'target':>7}{'fired':>7}{'recall':>8}{'p5':>7}{'fail':>7}"
+            f"{'cost':>8}{'oracle':>8}{'ratio':>7}"
+        )
+        for row in summary["rules"].values():
+            self.stdout.write(
+                f"{stopping.NAMES[row['rule']]:<16}{row['target']:>7g}{row['fired']:>7.2f}"
+                f"{row['recall_mean']:>8.3f}{row['recall_p5']:>7.3f}{row['failure_rate']:>7.3f}"
+                f"{row['cost_mean']:>8.1f}{row['oracle_cost_mean']:>8.1f}"
+                f"{row['cost_ratio_mean']:>7.2f}"
+            )
+        out = opts["out"]
+        out.mkdir(parents=True, exist_ok=True)
+        report = {
+            "collection": collection.slug,
+            "settings": {
+                "strategy": settings.strategy,
+                "batch_pct": settings.batch_pct,
+                "sample_pct": settings.sample_pct,
+                "targets": list(targets),
+                "confidence": settings.confidence,
+                "c": settings.c,
+                "seeds": seeds,
+                "depth": opts["depth"],
+                "candidates": opts["candidates"],
+            },
+            "left_out": result["left_out"],
+            "summary": summary,
+            "runs": result["runs"],
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        path = out / f"{collection.slug}-stopping.json"
+        path.write_text(json.dumps(report, indent=1, allow_nan=True))
+        self._plot_stopping(summary, targets, out / f"{collection.slug}-stopping.png")
+        self.stdout.write(f"wrote {path} and {collection.slug}-stopping.png")
+
+    def _plot_stopping(self, summary, targets, path: Path) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        rows = list(summary["rules"].values())
+        labels = [f"{stopping.NAMES[r['rule']]}\n@{r['target']:g}" for r in rows]
+        axes[0].boxplot([r["recalls"] for r in rows], showfliers=True)
+        axes[0].set_xticks(range(1, len(rows) + 1), labels, fontsize=7)
+        for t in targets:
+            axes[0].axhline(t, color="#b00", linestyle="--", linewidth=0.8)
+        axes[0].set_ylabel("recall at stop")
+        axes[0].set_title("recall at stop (dashed: targets)")
+        axes[1].bar(range(len(rows)), [r["cost_ratio_mean"] for r in rows], color="#4a7")
+        axes[1].axhline(1, color="black", linewidth=0.8)
+        axes[1].set_xticks(range(len(rows)), labels, fontsize=7)
+        axes[1].set_ylabel("judgments / oracle's")
+        axes[1].set_title("cost relative to an oracle stopping at the target")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
 
     def _qrels(self, collection, opts) -> dict[str, dict[str, int]]:
         try:

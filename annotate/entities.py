@@ -1,0 +1,147 @@
+"""Sensitive entities of documents, stored per document (issue 20): the worker runs the
+recognisers (``ranking.entities``) at import and again when a persona's lexicon changes."""
+
+from collections import Counter
+from typing import NamedTuple
+
+from django.db import transaction
+from django.db.models import Q
+
+from annotate.jobs import queue_on_commit
+from annotate.models import Collection, Document, DocumentEntity, Lexicon, Persona
+from ranking import entities as recognisers
+from ranking.highlight import highlight_entities
+
+
+def persona_lexicons() -> dict[int, dict[str, list[str]]]:
+    """``{persona id: {lexicon name: terms}}`` of every persona's own lexicons."""
+    out: dict[int, dict[str, list[str]]] = {}
+    for lexicon in Lexicon.objects.all():
+        terms = recognisers.lexicon_terms(lexicon.terms)
+        if terms:
+            out.setdefault(lexicon.persona_id, {})[lexicon.name] = terms
+    return out
+
+
+def entity_rows(document: Document, lexicons: dict[int, dict[str, list[str]]]):
+    """The ``DocumentEntity`` rows (unsaved) of one document: personal data once, and each
+    persona's own terms under that persona."""
+    rows = []
+    for field in DocumentEntity.Field.values:
+        text = getattr(document, field)
+        for e in recognisers.recognise(text):
+            rows.append(_row(document, None, field, e))
+        for persona_id, named in lexicons.items():
+            for e in recognisers.recognise(text, named):
+                if e.kind == "persona":
+                    rows.append(_row(document, persona_id, field, e))
+    return rows
+
+
+def _row(document, persona_id, field, e) -> DocumentEntity:
+    return DocumentEntity(
+        document=document,
+        persona_id=persona_id,
+        field=field,
+        kind=e.kind,
+        label=e.label,
+        start=e.start,
+        end=e.end,
+        text=e.text[:1000],
+    )
+
+
+def collection_entities_detect(*, collection_id: int, chunk: int = 500) -> int:
+    """Recompute the stored entities of every document of a collection; return how many.
+    Idempotent: each chunk's rows are replaced in one transaction."""
+    collection = Collection.objects.get(pk=collection_id)
+    lexicons = persona_lexicons()
+    total, last = 0, 0
+    docs = (
+        Document.objects.filter(collection=collection).order_by("id").only("id", "subject", "body")
+    )
+    while True:
+        batch = list(docs.filter(id__gt=last)[:chunk])
+        if not batch:
+            return total
+        rows = [r for d in batch for r in entity_rows(d, lexicons)]
+        with transaction.atomic():
+            DocumentEntity.objects.filter(document__in=batch).delete()
+            DocumentEntity.objects.bulk_create(rows, batch_size=2000)
+        total += len(rows)
+        last = batch[-1].pk
+
+
+def entities_detect_queue(*, collection: Collection) -> None:
+    """Ask the worker to recompute a collection's entities once the transaction commits."""
+    queue_on_commit("annotate.tasks.entities_detect_task", collection.pk, robust=True)
+
+
+def lexicon_save(*, persona: Persona, name: str, terms: str, lexicon: Lexicon | None = None):
+    """Create or change a persona's lexicon and recompute every collection's entities."""
+    name = name.strip()
+    if not name:
+        raise ValueError("a lexicon needs a name")
+    if len(terms) > 100_000:
+        raise ValueError("the terms are longer than 100,000 characters")
+    with transaction.atomic():
+        if lexicon is None:
+            lexicon = Lexicon(persona=persona)
+        lexicon.name, lexicon.terms = name[:100], terms
+        lexicon.save()
+        for collection in Collection.objects.all():
+            entities_detect_queue(collection=collection)
+    return lexicon
+
+
+def entity_counts(*, collection: Collection) -> dict[str, dict[str, int]]:
+    """``{docid: {kind: count}}`` of the stored personal-data entities of a collection (the
+    classifier's ``entity:KIND`` features; a persona's own terms are left out, so the
+    features are the same for every persona)."""
+    out: dict[str, dict[str, int]] = {}
+    rows = DocumentEntity.objects.filter(
+        document__collection=collection, persona__isnull=True
+    ).values_list("document__docid", "kind")
+    for docid, kind in rows.iterator():
+        counts = out.setdefault(docid, {})
+        counts[kind] = counts.get(kind, 0) + 1
+    return out
+
+
+class EntityView(NamedTuple):
+    """What a page shows of a document's entities: the body with them marked, a legend of
+    ``(kind, words, count)`` and the entities themselves (``DocumentEntity`` rows)."""
+
+    highlighted_body: str
+    legend: list[tuple[str, str, int]]
+    entities: list
+
+
+def document_entities(*, document: Document, persona: Persona | None) -> list[DocumentEntity]:
+    """The stored entities of a document: personal data and the persona's own terms."""
+    rows = DocumentEntity.objects.filter(document=document)
+    rows = (
+        rows.filter(Q(persona__isnull=True) | Q(persona=persona))
+        if persona
+        else rows.filter(persona__isnull=True)
+    )
+    return list(rows.order_by("field", "start"))
+
+
+def document_entity_view(
+    *, document: Document, persona: Persona | None, stems=frozenset(), stem=None
+) -> EntityView:
+    """The body with its entities marked by kind (and the query's words outside them)."""
+    found = document_entities(document=document, persona=persona)
+    body = [e for e in found if e.field == DocumentEntity.Field.BODY]
+    marked = highlight_entities(document.body, body, stems, stem, labels=recognisers.KINDS)
+    counts = Counter(e.kind for e in body)
+    legend = [(k, words, counts[k]) for k, words in recognisers.KINDS.items() if counts[k]]
+    return EntityView(marked, legend, found)
+
+
+KIND_WORDS = recognisers.KINDS
+# Suggested for redaction at once (ticked): numbers and dates found with a checksum or a
+# context word; addresses, phones, emails (in mail, mostly senders and lists) and the
+# lexicons' words are offered unticked, for the archivist to judge.
+SUGGESTED = frozenset({"card", "iban", "account", "national_id", "dob"})

@@ -1,0 +1,140 @@
+"""Writes for knowing when to stop: a plan's recall target and its random check sample.
+
+The statistics are in the pure ``ranking.stopping``; the reads (estimate, verdicts,
+projection, report) in ``ranking.selectors``.
+"""
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from annotate.models import Document, Task
+from ranking import stopping
+from ranking.learning import PlanError, _enqueue, learning_nudge, plan_state
+from ranking.models import CheckSample, LearningPlan, PoolEntry
+
+MAX_SAMPLE = 5000
+
+
+def plan_stopping_set(*, plan: LearningPlan, recall_target: float, confidence: float):
+    """Set what the lead wants certified: recall of at least ``recall_target`` with
+    ``confidence`` (both strictly between 0 and 1)."""
+    problems = []
+    if not 0 < recall_target < 1:
+        problems.append("the recall target must be above 0 and below 1 (e.g. 0.8)")
+    if not 0.5 <= confidence < 1:
+        problems.append("the confidence must be at least 0.5 and below 1 (e.g. 0.95)")
+    if problems:
+        raise PlanError("; ".join(problems))
+    LearningPlan.objects.filter(pk=plan.pk).update(
+        recall_target=recall_target, confidence=confidence
+    )
+    plan.recall_target, plan.confidence = recall_target, confidence
+    return plan
+
+
+def candidate_documents(plan: LearningPlan) -> list[int]:
+    """The plan's candidates as document ids (its pool, or the whole collection)."""
+    if plan.candidates == LearningPlan.Candidates.COLLECTION:
+        docs = Document.objects.filter(collection_id=plan.project.collection_id)
+        return sorted(docs.values_list("pk", flat=True))
+    entries = PoolEntry.objects.filter(project_id=plan.project_id, topic_id=plan.topic_id)
+    return sorted(set(entries.values_list("document_id", flat=True)))
+
+
+def check_frame(plan: LearningPlan, state=None, sample: CheckSample | None = None) -> list[int]:
+    """The documents a check sample is (or would be) drawn from: the candidates neither
+    judged nor queued at its first draw (``sample.before``), less those already drawn."""
+    candidates = candidate_documents(plan)
+    if sample is None:
+        state = state or plan_state(plan)
+        outside = set(state.labels) | state.queued | state.check_queued
+        return [d for d in candidates if d not in outside]
+    outside = set(sample.before) | set(sample.documents)
+    return [d for d in candidates if d not in outside]
+
+
+def check_sample_draw(
+    *, plan: LearningPlan, size: int, margin: float | None = None, user=None
+) -> CheckSample:
+    """Draw ``size`` documents at random, without replacement, from the frame and queue them
+    as check tasks; a plan's second draw extends its sample from the same frame (so the
+    whole stays one simple random sample of it)."""
+    if size < 1:
+        raise PlanError("draw at least 1 document")
+    if size > MAX_SAMPLE:
+        raise PlanError(f"draw at most {MAX_SAMPLE} documents at a time")
+    with transaction.atomic():
+        plan = (
+            LearningPlan.objects.select_for_update()
+            .select_related("round", "project")
+            .get(pk=plan.pk)
+        )
+        if not plan.round.is_open:
+            raise PlanError(f"round {plan.round.number} is closed: no task can be added")
+        if not plan.project.personas.exists():
+            raise PlanError("the project has no persona to add tasks for")
+        state = plan_state(plan)
+        sample = CheckSample.objects.filter(plan=plan).order_by("drawn_at").first()
+        frame = check_frame(plan, state, sample)
+        if not frame:
+            raise PlanError("no document is left to draw: every candidate is judged or queued")
+        if size > len(frame):
+            raise PlanError(f"only {len(frame)} documents are left to draw from, not {size}")
+        seed = int(plan.random_seed) * 1_000_003 + (len(sample.documents) if sample else 0)
+        drawn = np.random.default_rng(seed).choice(np.asarray(frame), size=size, replace=False)
+        drawn = [int(d) for d in drawn]
+        if sample is None:
+            before = sorted(set(state.labels) | state.queued | state.check_queued)
+            sample = CheckSample.objects.create(
+                plan=plan,
+                frame=len(frame),
+                documents=drawn,
+                before=before,
+                reached=[],
+                margin=margin or 0,
+                random_seed=seed,
+                drawn_at=timezone.now(),
+                drawn_by=user,
+            )
+        else:
+            # Documents of the frame the review judged since: already judged, and reached.
+            judged = [d for d in drawn if d in state.labels]
+            sample.documents = [*sample.documents, *drawn]
+            sample.reached = [*sample.reached, *judged]
+            if margin:
+                sample.margin = margin
+            sample.save(update_fields=["documents", "reached", "margin"])
+        new = [d for d in drawn if d not in state.labels]
+        documents = list(Document.objects.filter(pk__in=new).only("id", "docid"))
+        order = {d: i for i, d in enumerate(new)}
+        documents.sort(key=lambda d: order[d.pk])
+        _enqueue(plan, documents, Task.Source.CHECK)
+        learning_nudge(plan_id=plan.pk)
+    return sample
+
+
+def check_sample_size(
+    *, plan: LearningPlan, margin: float, prevalence: float | None = None
+) -> dict:
+    """What drawing for ``margin`` would take, before drawing: the frame, the sample size
+    at the worst case (prevalence 0.5) and at the model's estimate when there is one."""
+    state = plan_state(plan)
+    sample = CheckSample.objects.filter(plan=plan).first()
+    frame = sample.frame if sample else len(check_frame(plan, state))
+    worst = stopping.sample_size(margin, frame, confidence=plan.confidence)
+    guess = None
+    if prevalence is not None and 0 < prevalence < 0.5:
+        guess = stopping.sample_size(
+            margin, frame, confidence=plan.confidence, prevalence=prevalence
+        )
+    drawn = len(sample.documents) if sample else 0
+    return {
+        "margin": margin,
+        "frame": frame,
+        "worst": worst,
+        "at_prevalence": guess,
+        "prevalence": prevalence,
+        "drawn": drawn,
+        "to_draw": max(0, (guess or worst) - drawn),
+    }

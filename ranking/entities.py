@@ -1,0 +1,454 @@
+"""Offline recognisers of sensitive entities in email text, and redaction, pure: no Django.
+
+No maintained library fits here: presidio-analyzer needs a spaCy model download even for its
+pattern recognisers, and scrubadub is not installed and pulls models for names. These are
+our own rules, written for correspondence (US and UK formats first), each with the check that
+keeps it precise:
+
+- ``email``: an address (RFC 5322's usual subset);
+- ``phone``: North American numbers (``713-853-1234``, ``(713) 853 1234``, ``+1 713...``) and
+  international ones written with ``+`` and a country code, or a UK ``0``-trunk number; a run
+  of digits that is a card or an account is not also a phone;
+- ``address``: a street address (number, one to four capitalised words, a street type, with
+  an optional suite and ``City, ST 12345``), a ``P.O. Box``, or a UK postcode;
+- ``card``: 13 to 19 digits (groups of 4 allowed) with a card prefix and a valid Luhn digit;
+- ``iban``: a country code, two check digits and the account, valid modulo 97 (ISO 13616)
+  with the country's length;
+- ``account``: a bank account or routing number after a context word (``account``, ``acct``,
+  ``a/c``, ``routing``, ``ABA``; a UK sort code alone names a branch, not a person); a
+  9-digit number after ``routing``/``ABA`` must pass the ABA checksum;
+- ``national_id``: a US social security number (``123-45-6789``, not the never-issued areas
+  000, 666 and 9xx, group 00 or serial 0000; a bare 9-digit run only after ``SSN``) and a UK
+  National Insurance number (with the excluded prefixes);
+- ``dob``: a date after ``born``, ``DOB``, ``date of birth`` or ``birthday`` (only the date
+  is the span);
+- ``health`` and ``financial``: terms of the lexicons below (``HEALTH``, ``FINANCIAL``),
+  whole words, case-insensitive, plurals included;
+- ``persona``: a persona's own lexicon (``Lexicon`` rows a lead edits: a persona's pain
+  points, people's names, projects).
+
+Spans never overlap: where two recognisers claim text, the longer span wins, then the more
+specific kind (``KINDS`` order). Precision and recall on the labelled fixtures
+(``tests/fixtures/entities.txt``) are in ``docs/redaction.md``.
+"""
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+# Most specific first: the order breaks ties between spans of the same length.
+KINDS = {
+    "card": "card number",
+    "iban": "IBAN",
+    "account": "account number",
+    "national_id": "national identifier",
+    "email": "email address",
+    "phone": "phone number",
+    "dob": "date of birth",
+    "address": "postal address",
+    "health": "health",
+    "financial": "financial",
+    "persona": "persona's own term",
+}
+
+
+class Entity(NamedTuple):
+    kind: str
+    start: int
+    end: int
+    text: str
+    label: str = ""  # the lexicon a persona term came from
+
+
+# --- checksums -----------------------------------------------------------------------------
+
+
+def luhn_valid(digits: str) -> bool:
+    """Return whether a string of digits passes the Luhn check (ISO/IEC 7812-1)."""
+    if not digits.isdigit():
+        return False
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+IBAN_LENGTHS = {
+    "AD": 24, "AT": 20, "BE": 16, "BG": 22, "CH": 21, "CY": 28, "CZ": 24, "DE": 22, "DK": 18,
+    "EE": 20, "ES": 24, "FI": 18, "FR": 27, "GB": 22, "GR": 27, "HR": 21, "HU": 28, "IE": 22,
+    "IS": 26, "IT": 27, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MT": 31, "NL": 18,
+    "NO": 15, "PL": 28, "PT": 25, "RO": 24, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "TR": 26,
+    "AE": 23, "SA": 24, "IL": 23, "QA": 29, "BR": 29, "MU": 30, "GI": 23,
+}  # fmt: skip
+
+
+def iban_valid(iban: str) -> bool:
+    """Return whether an IBAN (spaces allowed) has its country's length and is valid mod 97."""
+    s = re.sub(r"\s", "", iban).upper()
+    if len(s) < 15 or IBAN_LENGTHS.get(s[:2]) != len(s) or not s[2:4].isdigit():
+        return False
+    if not s.isalnum():
+        return False
+    moved = s[4:] + s[:4]
+    number = "".join(str(int(c, 36)) for c in moved)
+    return int(number) % 97 == 1
+
+
+def aba_valid(digits: str) -> bool:
+    """Return whether nine digits are a valid ABA routing number (weights 3, 7, 1)."""
+    if len(digits) != 9 or not digits.isdigit():
+        return False
+    weights = (3, 7, 1) * 3
+    return sum(int(d) * w for d, w in zip(digits, weights, strict=True)) % 10 == 0
+
+
+# --- lexicons ------------------------------------------------------------------------------
+
+# Health: conditions, treatments and care people would not want read by strangers (chosen
+# from the ICD-10 chapter names and the everyday words for them in correspondence).
+HEALTH = """
+cancer tumor tumour chemo chemotherapy radiotherapy oncologist biopsy leukemia leukaemia
+lymphoma diabetes diabetic insulin hiv aids hepatitis std herpes pregnancy pregnant
+miscarriage abortion ivf fertility infertility depression depressed anxiety antidepressant
+prozac zoloft xanax valium lithium bipolar schizophrenia psychiatrist psychiatric
+therapist therapy counseling counselling rehab rehabilitation detox alcoholism alcoholic
+addiction overdose suicide suicidal surgery operation hospitalized hospitalised
+hospital emergency room stroke heart attack cardiac bypass dialysis transplant
+diagnosis diagnosed prognosis terminal hospice dementia alzheimer's alzheimers
+parkinson's parkinsons epilepsy seizure asthma arthritis ms multiple sclerosis
+medication prescription migraine disability disabled sick leave medical leave
+mri ct scan x-ray mammogram colonoscopy physiotherapy ptsd adhd autism eating disorder
+anorexia bulimia obesity chronic illness
+"""
+
+# Financial: personal finances and pay (not trading vocabulary, which fills business mail).
+FINANCIAL = """
+salary salaries bonus bonuses compensation raise pay cut paycheck payroll severance
+bankruptcy bankrupt chapter 11 chapter 7 debt debts loan loans mortgage foreclosure
+overdraft overdrawn credit score credit report credit card bank statement bank account
+tax return tax returns irs audit lien garnishment alimony child support inheritance
+net worth 401k 401(k) ira pension stock options vesting w-2 1099 wire transfer
+pin password
+"""
+
+
+def lexicon_terms(text: str) -> list[str]:
+    """Return the terms of a lexicon as a lead writes it: one term or phrase per line, or
+    several separated by commas; blank lines and ``#`` comments are skipped."""
+    terms: list[str] = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if "," in line:
+            terms.extend(t.strip() for t in line.split(",") if t.strip())
+        else:
+            terms.append(line)
+    return terms
+
+
+def _builtin_terms(text: str) -> list[str]:
+    """The built-in lexicons: single words separated by spaces, with the multiword phrases
+    listed in ``_PHRASES`` kept whole."""
+    words = text.split()
+    out, i = [], 0
+    while i < len(words):
+        for n in (3, 2):
+            phrase = " ".join(words[i : i + n])
+            if phrase.lower() in _PHRASES:
+                out.append(phrase)
+                i += n
+                break
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
+_PHRASES = {
+    "emergency room", "heart attack", "multiple sclerosis", "sick leave", "medical leave",
+    "ct scan", "eating disorder", "chronic illness", "pay cut", "chapter 11", "chapter 7",
+    "credit score", "credit report", "credit card", "bank statement", "bank account",
+    "tax return", "tax returns", "irs audit", "child support", "net worth", "stock options",
+    "wire transfer",
+}  # fmt: skip
+
+# "ms", "pin", "aids", "raise", "pay", "operation", "therapy" alone are too common in business
+# mail; they count only inside a phrase
+_TOO_COMMON = {"ms", "pin", "aids", "raise", "operation", "therapy", "audit", "password"}
+
+
+def lexicon_pattern(terms: Iterable[str]) -> re.Pattern | None:
+    """Return one regular expression matching any term as whole words (plural ``s`` and
+    ``es`` allowed, any whitespace between the words of a phrase), or None if no terms."""
+    parts = set()
+    for term in terms:
+        words = term.lower().split()
+        if not words:
+            continue
+        parts.add(r"\s+".join(re.escape(w) for w in words))
+    if not parts:
+        return None
+    body = "|".join(sorted(parts, key=len, reverse=True))
+    return re.compile(rf"(?<![\w@])(?:{body})(?:e?s)?(?![\w@])", re.IGNORECASE)
+
+
+HEALTH_TERMS = [t for t in _builtin_terms(HEALTH) if t.lower() not in _TOO_COMMON]
+FINANCIAL_TERMS = [t for t in _builtin_terms(FINANCIAL) if t.lower() not in _TOO_COMMON]
+_HEALTH = lexicon_pattern(HEALTH_TERMS)
+_FINANCIAL = lexicon_pattern(FINANCIAL_TERMS)
+
+# --- patterns ------------------------------------------------------------------------------
+
+_EMAIL = re.compile(
+    r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+)
+_PHONE_NA = re.compile(
+    r"(?<![\w+-])(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])"
+    r"(?:\s*(?:x|ext\.?|extension)\s*\d{1,5})?",
+    re.IGNORECASE,
+)
+_PHONE_INTL = re.compile(
+    r"(?<![\w+])\+(?:[2-9]\d{0,2})[\s.-]?(?:\(0\)\s?)?\d{1,4}(?:[\s.-]\d{2,5}){1,4}(?!\w)"
+)
+_PHONE_UK = re.compile(r"(?<![\w+])0\d{2,4}\s\d{3,4}\s?\d{3,4}(?!\w)")
+_STREET_TYPES = (
+    r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|"
+    r"Parkway|Pkwy|Highway|Hwy|Terrace|Circle|Cir|Square|Sq|Trail|Crescent|Close|Row|Gardens"
+)
+_ADDRESS = re.compile(
+    rf"(?<![\w-])\d{{1,6}}\s+(?:(?:[NSEW]|North|South|East|West)\.?\s+)?"
+    rf"(?:[A-Z][a-z]+\.?\s+|\d+(?:st|nd|rd|th)\s+){{1,4}}(?:{_STREET_TYPES})\b\.?"
+    r"(?:,?\s+(?:Suite|Ste\.?|Apt\.?|Apartment|Floor|Unit|#)\s*[\w-]+)?"
+    r"(?:,?\s+(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s+[A-Z]{2}\.?\s+\d{5}(?:-\d{4})?)?"
+)
+_PO_BOX = re.compile(r"\bP\.?\s?O\.?\s+Box\s+\d{1,7}\b", re.IGNORECASE)
+_CITY_ZIP = re.compile(r"\b(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s+[A-Z]{2}\.?\s+\d{5}(?:-\d{4})?\b")
+_UK_POSTCODE = re.compile(r"\b[A-PR-UWYZ][A-HK-Y]?\d[A-Z\d]?\s\d[ABD-HJLNP-UW-Z]{2}\b")
+_CARD = re.compile(
+    r"(?<![\d-])(?:\d{4}[ -]){2,3}\d{3,4}(?:[ -]\d{1,3})?(?![\d-])|(?<!\d)\d{13,19}(?!\d)"
+)
+_CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2[2-7]|3[47]|3[068]|6011|65|64[4-9]|35)")
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,3})?\b")
+_ACCOUNT = re.compile(
+    r"\b(?:account|acct|a/c|routing|aba|bank\s+account)"
+    r"(?:\s+(?:no|number|num|#))?\.?\s*(?:is|:|#|=)?\s*"
+    r"(?P<number>\d(?:[\d -]{4,20}\d)?)(?![\d-])",
+    re.IGNORECASE,
+)
+_SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")
+_SSN_BARE = re.compile(
+    r"\b(?:ssn|social\s+security(?:\s+(?:no|number|#))?)\.?\s*(?:is|:|#)?\s*"
+    r"(?P<number>(?!000|666|9\d\d)\d{3}\s?(?!00)\d{2}\s?(?!0000)\d{4})(?!\d)",
+    re.IGNORECASE,
+)
+_NINO = re.compile(
+    r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+    r"\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b"
+)
+_MONTHS = (
+    r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?"
+)
+_DATE = (
+    rf"(?:\d{{1,2}}[/.-]\d{{1,2}}[/.-](?:\d{{4}}|\d{{2}})"
+    rf"|\d{{4}}-\d{{2}}-\d{{2}}"
+    rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\.?,?\s+\d{{4}})"
+)
+_DOB = re.compile(
+    rf"\b(?:born(?:\s+on)?|d\.?o\.?b\.?|date\s+of\s+birth|birth\s*date|birthday)"
+    rf"\s*(?:is|was|:|-)?\s*(?P<date>{_DATE})",
+    re.IGNORECASE,
+)
+
+
+def _spans(pattern: re.Pattern, kind: str, text: str, group: str | int = 0):
+    for m in pattern.finditer(text):
+        yield Entity(kind, m.start(group), m.end(group), m.group(group))
+
+
+def _cards(text: str):
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", m.group())
+        if 13 <= len(digits) <= 19 and _CARD_PREFIX.match(digits) and luhn_valid(digits):
+            yield Entity("card", m.start(), m.end(), m.group())
+
+
+def _ibans(text: str):
+    for m in _IBAN.finditer(text):
+        # the pattern is greedy: try shorter tails too (the account may be followed by a word)
+        s = m.group()
+        for end in range(len(s), 14, -1):
+            if s[end - 1] != " " and iban_valid(s[:end]):
+                yield Entity("iban", m.start(), m.start() + end, s[:end])
+                break
+
+
+def _accounts(text: str):
+    for m in _ACCOUNT.finditer(text):
+        number = m.group("number").rstrip(" -")
+        digits = re.sub(r"\D", "", number)
+        if not 6 <= len(digits) <= 17:
+            continue
+        context = m.group().lower()
+        if ("routing" in context or "aba" in context) and not aba_valid(digits):
+            continue
+        start = m.start("number")
+        yield Entity("account", start, start + len(number), number)
+
+
+def recognise(text: str, lexicons: Mapping[str, Iterable[str]] | None = None) -> list[Entity]:
+    """Return the sensitive entities of ``text``, in order, without overlaps.
+
+    ``lexicons``: a persona's own lexicons, name -> terms (each found as kind ``persona``
+    with the lexicon's name as ``label``)."""
+    if not text:
+        return []
+    found: list[Entity] = []
+    found += _cards(text)
+    found += _ibans(text)
+    found += _accounts(text)
+    found += _spans(_SSN, "national_id", text)
+    found += _spans(_SSN_BARE, "national_id", text, "number")
+    found += _spans(_NINO, "national_id", text)
+    found += _spans(_EMAIL, "email", text)
+    for pattern in (_PHONE_NA, _PHONE_INTL, _PHONE_UK):
+        found += _spans(pattern, "phone", text)
+    found += _spans(_DOB, "dob", text, "date")
+    for pattern in (_ADDRESS, _PO_BOX, _CITY_ZIP, _UK_POSTCODE):
+        found += _spans(pattern, "address", text)
+    found += _spans(_HEALTH, "health", text)
+    found += _spans(_FINANCIAL, "financial", text)
+    for name, terms in (lexicons or {}).items():
+        pattern = lexicon_pattern(terms)
+        if pattern is not None:
+            found += [e._replace(kind="persona", label=name) for e in _spans(pattern, "", text)]
+    return resolve_overlaps(found)
+
+
+_RANK = {kind: i for i, kind in enumerate(KINDS)}
+
+
+def resolve_overlaps(entities: Iterable[Entity]) -> list[Entity]:
+    """Keep non-overlapping entities: longer first, then the more specific kind, then the
+    earlier one; return them in text order."""
+    ordered = sorted(entities, key=lambda e: (-(e.end - e.start), _RANK[e.kind], e.start))
+    kept: list[Entity] = []
+    taken: list[tuple[int, int]] = []
+    for e in ordered:
+        if e.end <= e.start:
+            continue
+        if any(e.start < end and start < e.end for start, end in taken):
+            continue
+        kept.append(e)
+        taken.append((e.start, e.end))
+    return sorted(kept, key=lambda e: e.start)
+
+
+def counts(entities: Iterable[Entity]) -> dict[str, int]:
+    """Return the number of entities of each kind (every kind present, 0 when none)."""
+    out = dict.fromkeys(KINDS, 0)
+    for e in entities:
+        out[e.kind] += 1
+    return out
+
+
+# --- redaction -----------------------------------------------------------------------------
+
+MARK = "\u2588"  # a full block: not a word character, so no analyser makes a term of it
+
+
+def redact(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """Return ``text`` with each ``(start, end)`` span replaced by ``MARK`` characters (at
+    least three, at most twelve: the mark does not tell the length of long secrets).
+
+    A span that reaches into a word takes the whole word: what is left of a redacted word
+    must not be searchable (``"12345678"`` redacted inside ``"acct12345678"`` leaves no
+    ``acct``-prefixed fragment). Overlapping spans merge; spans outside the text are clipped."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        start, end = max(0, start), min(len(text), end)
+        if end <= start:
+            continue
+        while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
+            start -= 1
+        while end < len(text) and text[end].isalnum() and text[end - 1].isalnum():
+            end += 1
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, pos = [], 0
+    for start, end in merged:
+        out.append(text[pos:start])
+        out.append(MARK * min(12, max(3, end - start)))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# --- evaluation ----------------------------------------------------------------------------
+
+_GOLD = re.compile(r"\[\[(\w+):(.+?)\]\]")
+
+
+def parse_labelled(line: str) -> tuple[str, list[Entity]]:
+    """Return the plain text of a labelled line (``[[kind:text]]`` marks) and its entities."""
+    out, gold, pos = [], [], 0
+    length = 0
+    for m in _GOLD.finditer(line):
+        out.append(line[pos : m.start()])
+        length += m.start() - pos
+        kind, span = m.group(1), m.group(2)
+        if kind not in KINDS:
+            raise ValueError(f"unknown entity kind {kind!r} in {line!r}")
+        gold.append(Entity(kind, length, length + len(span), span))
+        out.append(span)
+        length += len(span)
+        pos = m.end()
+    out.append(line[pos:])
+    return "".join(out), gold
+
+
+class KindScore(NamedTuple):
+    kind: str
+    gold: int
+    found: int
+    correct: int
+
+    @property
+    def precision(self) -> float:
+        return self.correct / self.found if self.found else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.correct / self.gold if self.gold else 1.0
+
+
+def evaluate(lines: Iterable[str], lexicons=None) -> dict[str, KindScore]:
+    """Return precision and recall per kind (and ``all``) of ``recognise`` on labelled lines:
+    a found entity is correct when its kind, start and end equal a gold one (exact match, the
+    strict reading of MUC/CoNLL scoring)."""
+    gold_n: dict[str, int] = dict.fromkeys([*KINDS, "all"], 0)
+    found_n = dict(gold_n)
+    correct_n = dict(gold_n)
+    for line in lines:
+        if not line.strip() or line.startswith("#"):
+            continue
+        text, gold = parse_labelled(line.rstrip("\n"))
+        found = recognise(text, lexicons)
+        gold_set = {(e.kind, e.start, e.end) for e in gold}
+        for e in gold:
+            gold_n[e.kind] += 1
+            gold_n["all"] += 1
+        for e in found:
+            found_n[e.kind] += 1
+            found_n["all"] += 1
+            if (e.kind, e.start, e.end) in gold_set:
+                correct_n[e.kind] += 1
+                correct_n["all"] += 1
+    return {k: KindScore(k, gold_n[k], found_n[k], correct_n[k]) for k in gold_n}

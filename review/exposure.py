@@ -1,0 +1,286 @@
+"""Exposing queries in the product: which searches would show a document (issue 17).
+
+The archivist (and a lead) see, for a document and the publication's persona, the candidate
+queries that put it among the first ``review_k`` results a searcher is shown, with that
+place; for a document searchers cannot see now (withheld, predicted sensitive, in the band)
+the place a release would give it (``ranking.exposure``).
+
+Nothing here runs on a request path: a page asks (``exposure_request``: one row, a task
+queued after commit) and polls the row; the worker computes (``exposure_compute``), once per
+(document, persona, index version), again only when asked to. A searcher never reaches any
+of it, and computing writes no search, no review request and nothing a searcher is shown.
+
+The candidate queries of an index version (topic titles and descriptions, the query log,
+queries generated from the collection) and their Lucene index live beside the index version
+(``<index>/exposure``), built by the first exposure computed on that version; queries logged
+after that build are verified directly, every one of them.
+"""
+
+import json
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotate.jobs import queue_on_commit
+from annotate.models import Collection, Document, Persona, Topic
+from annotate.selectors import collection_index_documents
+from ranking import exposure, lucene
+from ranking.services import IndexNotReady, index_paths
+from review import visibility
+from review.models import Exposure, Publication, SearchLog
+
+logger = logging.getLogger(__name__)
+
+# How many candidates reverse search hands to verification (n_d->q of the paper is 100; the
+# evaluation in docs/exposure.md shows what 100, 200 and 500 find and cost).
+REVERSE_DEPTH = 200
+SHOWN = 50  # exposing queries kept per document
+GAMMA = 0.5  # the searcher's RBP persistence for the exposure weight
+_lock = threading.Lock()
+_sets: dict[str, "CandidateSet"] = {}
+
+
+class ExposureError(Exception):
+    """Exposure cannot be computed for this document now; the message says why."""
+
+
+@dataclass(frozen=True)
+class CandidateSet:
+    root: Path
+    candidates: list[exposure.Candidate]
+    log_until: int  # the newest SearchLog id the set holds
+    counts: dict
+
+    @property
+    def lucene(self) -> Path:
+        return self.root / "lucene"
+
+
+def _log_queries(collection: Collection, after: int = 0):
+    rows = (
+        SearchLog.objects.filter(collection=collection, pk__gt=after)
+        .order_by("pk")
+        .values_list("pk", "query")
+    )
+    return list(rows.iterator())
+
+
+def candidates_build(*, collection: Collection) -> CandidateSet:
+    """Build (or load) the candidate queries of the collection's index version and their
+    Lucene index. Built in a temporary folder and renamed into place, so a concurrent
+    worker sees the old state or the finished set, never half of one."""
+    if collection.indexed_version is None:
+        raise IndexNotReady(collection)
+    root = index_paths(collection=collection).root / "exposure"
+    loaded = _sets.get(str(root))
+    if loaded is not None and root.exists():
+        return loaded
+    if not (root / "meta.json").exists():
+        _build(collection, root)
+    meta = json.loads((root / "meta.json").read_text(encoding="utf-8"))
+    cset = CandidateSet(
+        root,
+        exposure.load_candidates(root / "candidates.jsonl"),
+        meta["log_until"],
+        meta["counts"],
+    )
+    with _lock:
+        _sets[str(root)] = cset
+    return cset
+
+
+def _build(collection: Collection, root: Path) -> None:
+    started = time.perf_counter()
+    given = []
+    for title, description in Topic.objects.filter(collection=collection).values_list(
+        "title", "description"
+    ):
+        given.append(("topic", title))
+        if description.strip():
+            given.append(("topic", description))
+    log = _log_queries(collection)
+    given += [("log", q) for _pk, q in log]
+    generated = exposure.generate_queries(
+        lambda: collection_index_documents(collection=collection), lucene.stem
+    )
+    candidates = exposure.merge_candidates(given, generated, lucene.analyze)
+    tmp = root.with_name(f"exposure.tmp-{socket.gethostname()}-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        exposure.save_candidates(candidates, tmp / "candidates.jsonl")
+        lucene.build_index(tmp / "lucene", ((str(c.qid), c.text) for c in candidates))
+        counts = {s: sum(1 for c in candidates if c.source == s) for s in exposure.SOURCES}
+        meta = {
+            "log_until": log[-1][0] if log else 0,
+            "counts": counts,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        try:
+            tmp.rename(root)
+        except OSError:  # another worker finished first: keep theirs
+            if not (root / "meta.json").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("exposure candidates of %s: %s", collection.slug, meta)
+
+
+def exposure_current(*, document: Document, persona: Persona) -> Exposure | None:
+    """The exposure of the document for the persona under the current index version."""
+    version = document.collection.indexed_version
+    if version is None:
+        return None
+    return Exposure.objects.filter(
+        document=document, persona=persona, index_version=version
+    ).first()
+
+
+def exposure_request(
+    *, user, document: Document, persona: Persona, again: bool = False
+) -> Exposure | None:
+    """Ask the worker for the document's exposure under the current index version, unless
+    it is there or on its way; ``again`` recomputes a finished one (decisions and the query
+    log change ranks and candidates). None when the collection has no index yet."""
+    from review.services import audit
+
+    version = document.collection.indexed_version
+    if version is None:
+        return None
+    current = exposure_current(document=document, persona=persona)
+    if current is not None and not (
+        again and current.status in (Exposure.Status.READY, Exposure.Status.FAILED)
+    ):
+        return current
+    try:
+        with transaction.atomic():
+            if current is None:
+                current = Exposure.objects.create(
+                    document=document,
+                    persona=persona,
+                    index_version=version,
+                    requested_by=user,
+                    requested_at=timezone.now(),
+                )
+            else:
+                updated = Exposure.objects.filter(
+                    pk=current.pk, status__in=[Exposure.Status.READY, Exposure.Status.FAILED]
+                ).update(
+                    status=Exposure.Status.QUEUED,
+                    requested_by=user,
+                    requested_at=timezone.now(),
+                    error="",
+                )
+                if not updated:  # someone else asked first
+                    current.refresh_from_db()
+                    return current
+                current.refresh_from_db()
+            audit(
+                user=user,
+                action="exposure-request",
+                collection=document.collection,
+                document=document,
+                persona=persona.pk,
+                index_version=version,
+            )
+            queue_on_commit("review.tasks.exposure_task", current.pk, robust=True)
+    except IntegrityError:  # a concurrent first request made the row
+        return exposure_current(document=document, persona=persona)
+    return current
+
+
+def exposure_compute(*, exposure_id: int) -> Exposure:
+    """Compute a requested exposure (the worker; idempotent: a ready one is left alone)."""
+    row = Exposure.objects.select_related("document__collection", "persona").get(pk=exposure_id)
+    if row.status == Exposure.Status.READY:
+        return row
+    Exposure.objects.filter(pk=row.pk).update(status=Exposure.Status.RUNNING)
+    try:
+        result = _compute(row)
+    except (ExposureError, IndexNotReady, KeyError) as exc:
+        message = str(exc) if not isinstance(exc, IndexNotReady) else "the index is being built"
+        Exposure.objects.filter(pk=row.pk).update(
+            status=Exposure.Status.FAILED, error=message.strip("'\""), computed_at=timezone.now()
+        )
+        row.refresh_from_db()
+        return row
+    except Exception as exc:
+        Exposure.objects.filter(pk=row.pk).update(
+            status=Exposure.Status.FAILED,
+            error=f"unexpected error: {type(exc).__name__}",
+            computed_at=timezone.now(),
+        )
+        raise
+    Exposure.objects.filter(pk=row.pk).update(
+        status=Exposure.Status.READY, computed_at=timezone.now(), error="", **result
+    )
+    row.refresh_from_db()
+    return row
+
+
+def _compute(row: Exposure) -> dict:
+    doc, persona = row.document, row.persona
+    collection = doc.collection
+    if collection.indexed_version != row.index_version:
+        raise ExposureError("the index was rebuilt since this was asked for; ask again")
+    publication = (
+        Publication.objects.filter(collection=collection)
+        .select_related("collection", "persona")
+        .first()
+    )
+    if publication is None:
+        raise ExposureError("the collection is not set up for searchers (no publication)")
+    if publication.persona_id != persona.pk:
+        raise ExposureError(f"searchers of this collection are protected for {publication.persona}")
+    started = time.perf_counter()
+    cset = candidates_build(collection=collection)
+    built = time.perf_counter()
+    view = visibility.view(publication)
+    try:
+        ranker = exposure.ExposureRanker(
+            view.index, view.postings, doc.docid, k=publication.review_k
+        )
+    except KeyError as exc:
+        raise ExposureError("the document is newer than the index; rebuild the index") from exc
+    weights = exposure.document_query(view.postings, ranker.row, view.index)
+    hits = lucene.reverse_search(cset.lucene, weights, k=REVERSE_DEPTH)
+    retrieved = [(int(h.docid), h.score) for h in hits]
+    newer = _log_queries(collection, after=cset.log_until)
+    base = len(cset.candidates)
+    extra = [
+        exposure.Candidate(base + i, q, "log", tuple(lucene.analyze(q)))
+        for i, (_pk, q) in enumerate(newer)
+        if q.strip()
+    ]
+    found = exposure.expose(ranker, cset.candidates, retrieved, extra=extra, gamma=GAMMA)
+    # one row per query text (a logged query typed twice is one query)
+    seen, queries = set(), []
+    for e in found:
+        if e.text.lower() in seen:
+            continue
+        seen.add(e.text.lower())
+        queries.append({"text": e.text, "source": e.source, "rank": e.rank, "weight": e.weight})
+    return {
+        "visible": ranker.visible,
+        "queries": queries[:SHOWN],
+        "summary": {
+            "candidates": len(cset.candidates) + len(extra),
+            "by_source": cset.counts,
+            "retrieved": len(retrieved),
+            "verified": len(retrieved) + len(extra),
+            "exposing": len(queries),
+            "k": publication.review_k,
+            "exposure": round(sum(q["weight"] for q in queries), 4),
+            "seconds": round(time.perf_counter() - built, 3),
+            "candidates_seconds": round(built - started, 3),
+        },
+    }

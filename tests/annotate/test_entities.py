@@ -1,0 +1,52 @@
+"""Sensitive entities stored per document (issue 20): found at import, found again for a
+persona's lexicon a lead saves, highlighted by kind with a legend on the judging page."""
+
+import pytest
+from django.test import override_settings
+from django.urls import reverse
+
+from annotate import roles
+from annotate.entities import collection_entities_detect, lexicon_save
+from annotate.models import Document, DocumentEntity, Lexicon
+
+
+def test_the_import_stores_each_documents_entities(sample_collection):
+    emails = DocumentEntity.objects.filter(document__collection=sample_collection, kind="email")
+    assert emails.exists() and not emails.filter(persona__isnull=False).exists()
+    e = emails.first()
+    assert getattr(e.document, e.field)[e.start : e.end] == e.text
+
+
+@override_settings(CELERY_TASK_ALWAYS_EAGER=True)
+def test_a_lead_saves_a_lexicon_and_its_terms_are_found_for_that_persona(
+    sample_collection, make_project, login, make_user
+):
+    from config.celery import app
+
+    app.conf.task_always_eager = True
+    try:
+        project, (a, _b) = make_project(n_tasks=1)
+        persona = project.personas.get()
+        doc = Document.objects.get(pk=project.rounds.get().tasks.get().document_id)
+        word = next(w for w in doc.body.split() if w.isalpha() and len(w) > 5)
+        lead = login(make_user("lexlead", roles.LEAD))
+        saved = lead.post(
+            reverse("review-lexicons"),
+            {"persona": persona.pk, "name": "pain points", "terms": f"# a comment\n{word}"},
+        )
+        assert saved.status_code == 302
+        assert Lexicon.objects.get(persona=persona).terms.endswith(word)
+        collection_entities_detect(collection_id=sample_collection.pk)  # what the worker does
+        found = DocumentEntity.objects.filter(document=doc, kind="persona", persona=persona)
+        assert found.exists() and found.first().text.lower() == word.lower()
+        page = login(a).post(reverse("judge-next", args=[project.slug])).content.decode()
+        assert 'class="ent ent-persona"' in page and "persona&#x27;s own term" in page
+        assert 'class="entity-legend"' in page
+    finally:
+        app.conf.task_always_eager = False
+
+
+def test_a_lexicon_without_a_name_is_refused(sample_collection, make_project):
+    project, _users = make_project(n_tasks=1)
+    with pytest.raises(ValueError, match="name"):
+        lexicon_save(persona=project.personas.get(), name="  ", terms="x")

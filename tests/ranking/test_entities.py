@@ -1,0 +1,80 @@
+"""The offline recognisers (issue 20): checksums, formats, lexicons, overlaps, redaction,
+and their precision and recall on the labelled fixtures (numbers in docs/redaction.md)."""
+
+from pathlib import Path
+
+import pytest
+
+from ranking import entities
+from ranking.entities import recognise
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "entities.txt"
+
+
+def _kinds(text, lexicons=None):
+    return [(e.kind, e.text) for e in recognise(text, lexicons)]
+
+
+@pytest.mark.parametrize(
+    ("number", "valid"),
+    [("4111111111111111", True), ("4111111111111112", False), ("378282246310005", True)],
+)
+def test_luhn(number, valid):
+    assert entities.luhn_valid(number) is valid
+
+
+def test_iban_checks_the_country_length_and_mod_97():
+    assert entities.iban_valid("GB82 WEST 1234 5698 7654 32")
+    assert not entities.iban_valid("GB82 WEST 1234 5698 7654 33")  # check digits wrong
+    assert not entities.iban_valid("GB82 WEST 1234 5698 7654 3")  # too short for GB
+
+
+def test_a_card_number_must_pass_luhn_and_a_routing_number_the_aba_checksum():
+    assert _kinds("card 4111 1111 1111 1111 ok") == [("card", "4111 1111 1111 1111")]
+    assert _kinds("card 4111 1111 1111 1112 ok") == []
+    assert _kinds("routing 021000021") == [("account", "021000021")]
+    assert _kinds("routing 123456789") == []
+
+
+def test_social_security_numbers_skip_the_never_issued_areas():
+    assert _kinds("SSN 123-45-6789.") == [("national_id", "123-45-6789")]
+    assert _kinds("ticket 666-12-3456 and 900-12-3456") == []
+
+
+def test_a_date_is_a_date_of_birth_only_after_words_that_say_so():
+    assert _kinds("born on March 3, 1958 in Omaha") == [("dob", "March 3, 1958")]
+    assert _kinds("meeting on March 3, 2001") == []
+
+
+def test_a_persona_lexicon_finds_its_phrases_as_whole_words():
+    found = recognise("Ask Project Raptor about it; raptors fly.", {"projects": ["project raptor"]})
+    assert [(e.kind, e.text, e.label) for e in found] == [("persona", "Project Raptor", "projects")]
+    assert entities.lexicon_terms("# people\nKen Lay, Jeff Skilling\n\nRaptor\n") == [
+        "Ken Lay",
+        "Jeff Skilling",
+        "Raptor",
+    ]
+
+
+def test_overlapping_claims_keep_the_longer_span():
+    found = recognise("Call +1 713 853 6062 ext. 3 today")
+    assert [(e.kind, e.text) for e in found] == [("phone", "+1 713 853 6062 ext. 3")]
+
+
+def test_redaction_takes_whole_words_and_leaves_no_term():
+    text = "acct12345678 and 4111 1111 1111 1111."
+    out = entities.redact(text, [(4, 12), (17, 36)])
+    assert "acct" not in out and "1111" not in out and out.endswith(".")
+    assert entities.MARK in out
+    assert entities.redact("abc", []) == "abc"
+
+
+def test_precision_and_recall_on_the_labelled_fixtures():
+    scores = entities.evaluate(FIXTURES.read_text().splitlines())
+    overall = scores["all"]
+    assert overall.gold >= 60
+    # docs/redaction.md reports the figures; a change to the recognisers that lowers them
+    # fails here
+    assert overall.precision >= 0.95 and overall.recall >= 0.95
+    for kind in ("card", "iban", "national_id", "email", "dob"):
+        assert scores[kind].precision == 1.0 and scores[kind].recall == 1.0, scores[kind]

@@ -1,0 +1,134 @@
+"""The stopping core: intervals, sample sizes and the four rules."""
+
+import numpy as np
+import pytest
+from scipy.stats import hypergeom
+
+from ranking import stopping
+
+
+def test_clopper_pearson_matches_the_textbook_values():
+    lo, hi = stopping.clopper_pearson(0, 10)
+    assert lo == 0 and hi == pytest.approx(0.3085, abs=1e-4)
+    lo, hi = stopping.clopper_pearson(5, 10)
+    assert lo == pytest.approx(0.1871, abs=1e-4) and hi == pytest.approx(0.8129, abs=1e-4)
+
+
+def test_hypergeometric_interval_covers_at_least_the_nominal_rate():
+    rng = np.random.default_rng(0)
+    population, n, true_k = 300, 40, 12
+    frame = np.zeros(population, dtype=int)
+    frame[:true_k] = 1
+    covered = 0
+    for _ in range(400):
+        k = int(rng.choice(frame, size=n, replace=False).sum())
+        lo, hi = stopping.hypergeometric_interval(k, n, population, 0.95)
+        covered += lo <= true_k <= hi
+    assert covered / 400 >= 0.95
+
+
+def test_hypergeometric_interval_is_exact_at_its_ends():
+    lo, hi = stopping.hypergeometric_interval(3, 50, 500, 0.95)
+    assert hypergeom.sf(2, 500, lo, 50) > 0.025 >= hypergeom.sf(2, 500, lo - 1, 50)
+    assert hypergeom.cdf(3, 500, hi, 50) > 0.025 >= hypergeom.cdf(3, 500, hi + 1, 50)
+
+
+def test_a_census_of_the_frame_gives_the_exact_count():
+    assert stopping.hypergeometric_interval(7, 100, 100) == (7, 7)
+
+
+def test_sample_size_is_the_classic_385_without_a_finite_frame_and_less_with_one():
+    assert stopping.sample_size(0.05, 10**9) == 385
+    assert stopping.sample_size(0.05, 1000) == 278
+    assert stopping.sample_size(0.05, 1000, prevalence=0.05) < 100
+    with pytest.raises(ValueError, match="margin"):
+        stopping.sample_size(0, 100)
+
+
+def test_estimate_brackets_recall_and_respects_what_was_found():
+    est = stopping.estimate(
+        frame=1000, sampled=100, sample_relevant=2, relevant_outside=40, found=50
+    )
+    point, lo, hi = est.recall
+    assert lo <= point <= hi <= 1
+    # 8 relevant found in the frame already: K cannot be below 8
+    assert est.in_frame[1] >= 8
+    assert est.remaining[1] >= 0
+
+
+def test_target_size_is_cormack_and_grossmans_ten_for_seventy_percent():
+    assert stopping.target_size(0.7, 0.95) == 9  # 0.7^9 = 0.040 <= 0.05 < 0.7^8
+    assert 0.7**9 <= 0.05 < 0.7**8
+    assert stopping.target_size(0.8, 0.95) == 14
+
+
+def test_qbcb_needs_j_from_the_binomial_quantile():
+    # r = 20 positives, target 0.8: P(Bin(20, .8) <= 18) = 0.931, <= 19 is 0.988
+    assert stopping.qbcb_needed(20, 0.8, 0.95) == 20
+    assert stopping.qbcb_needed(50, 0.8, 0.95) == 45
+    assert stopping.qbcb_needed(5, 0.8, 0.95) is None  # 0.8^5 > 0.05: cannot certify
+
+
+def test_qbcb_stops_only_once_j_sample_positives_are_reached():
+    labels = [1] * 50 + [0] * 50
+    reached = [True] * 44 + [False] * 56
+    assert stopping.qbcb_verdict(labels, reached, target=0.8, confidence=0.95).stop is False
+    reached = [True] * 45 + [False] * 55
+    v = stopping.qbcb_verdict(labels, reached, target=0.8, confidence=0.95)
+    assert v.stop is True and v.needed == 45
+
+
+def test_target_method_asks_for_a_bigger_sample_when_it_lacks_targets():
+    v = stopping.target_verdict([1, 0, 1], [True, False, True], target=0.7, confidence=0.95)
+    assert v.stop is None and "larger sample" in v.why
+
+
+def test_hypergeometric_test_follows_callaghan_and_mueller_hansen():
+    # 95 relevant found before sampling, then 200 random of 1000 remaining without one
+    # relevant: K_tar = floor(95 / .95 - 95 + 1) = 6; p = P(X <= 0 | 1000, 6, 200)
+    p = stopping.hypergeometric_p(
+        frame=1000, sampled=200, sample_relevant=0, found=95, relevant_outside=95, target=0.95
+    )
+    assert p == pytest.approx(hypergeom.cdf(0, 1000, 6, 200))
+    v = stopping.hypergeometric_verdict(
+        frame=1000,
+        sampled=200,
+        sample_relevant=0,
+        found=95,
+        relevant_outside=95,
+        target=0.95,
+        confidence=0.95,
+    )
+    assert v.stop is (p < 0.05)
+    v = stopping.hypergeometric_verdict(
+        frame=1000,
+        sampled=20,
+        sample_relevant=2,
+        found=97,
+        relevant_outside=95,
+        target=0.95,
+        confidence=0.95,
+    )
+    assert v.stop is False
+
+
+def test_projection_counts_documents_ranked_above_the_needed_positive():
+    assert stopping.projected_judgments([0.9, 0.5, 0.4, 0.1], [0.45, 0.2], 1) == 2
+    assert stopping.projected_judgments([0.9], [0.45], 2) is None
+    assert stopping.projected_by_expectation([0.5, 0.5, 0.5], 1.0) == 2
+
+
+def test_recommendation_names_the_certifying_rule():
+    est = stopping.estimate(frame=100, sampled=50, sample_relevant=0, relevant_outside=30, found=30)
+    v = stopping.hypergeometric_verdict(
+        frame=100,
+        sampled=50,
+        sample_relevant=0,
+        found=30,
+        relevant_outside=30,
+        target=0.8,
+        confidence=0.95,
+    )
+    assert v.stop
+    assert stopping.recommend([v], est, target=0.8).startswith("Stop: Hypergeometric test")
+    assert stopping.recommend([], None, target=0.8).startswith("Draw a check sample")

@@ -1,0 +1,159 @@
+"""Exposing queries in the product: asked for by the review page or a lead, computed by the
+worker once per (document, persona, index version), equal to brute force through the
+searcher's ranking, and out of a searcher's reach."""
+
+import pytest
+from django.urls import reverse
+
+from ranking import exposure as core
+from ranking import lucene
+from review import exposure, visibility
+from review.models import AuditEvent, Exposure, Publication, ReviewRequest, SearchLog
+from tests.reviewkit import searcher_search
+
+pytestmark = pytest.mark.lucene
+
+
+def _doc(docs, kinds, kind):
+    return next(d for d in docs if kinds[d.pk] == kind)
+
+
+def _brute_force(doc, publication):
+    """Every candidate query of the index version through the searcher's ranking."""
+    cset = exposure.candidates_build(collection=doc.collection)
+    view = visibility.view(publication)
+    ranker = core.ExposureRanker(view.index, view.postings, doc.docid, k=publication.review_k)
+    seen, out = set(), []
+    for e in core.brute_force(ranker, cset.candidates):
+        if e.text.lower() not in seen:
+            seen.add(e.text.lower())
+            out.append((e.text, e.rank))
+    return out, ranker.visible
+
+
+def test_the_review_page_asks_the_worker_and_shows_the_queries_when_ready(published, login, users):
+    c, persona, docs, kinds = published
+    doc = _doc(docs, kinds, "uncertain")
+    archivist = login(users["archivist"])
+    url = reverse("review-item", args=[persona.pk, doc.pk])
+    panel = reverse("review-exposure", args=[persona.pk, doc.pk])
+    html = archivist.get(url).content.decode()
+    assert not Exposure.objects.exists()  # a GET writes nothing but the audit row
+    assert f'hx-post="{panel}" hx-trigger="load"' in html  # the page asks on load
+    html = archivist.post(panel, {"back": "review"}, HTTP_HX_REQUEST="true").content.decode()
+    row = Exposure.objects.get(document=doc, persona=persona)
+    assert row.status == Exposure.Status.QUEUED and row.index_version == c.indexed_version
+    assert row.queries == []  # nothing computed on the request
+    assert "Finding the queries" in html and 'hx-trigger="every 2s"' in html
+    assert 'hx-trigger="load"' not in archivist.get(url).content.decode()
+    archivist.post(panel, HTTP_HX_REQUEST="true")
+    assert Exposure.objects.filter(document=doc).count() == 1  # asked once per version
+
+    exposure.exposure_compute(exposure_id=row.pk)  # what the worker does
+    row.refresh_from_db()
+    assert row.status == Exposure.Status.READY and row.queries
+    html = archivist.get(panel).content.decode()
+    assert "every 2s" not in html  # done: the page stops polling
+    first = row.queries[0]
+    assert f"“{first['text']}”" in html and f"#{first['rank'] + 1}" in html
+    assert "if it were released" in html  # an uncertain document is hidden from searchers
+
+
+def test_exposing_queries_and_ranks_equal_brute_force_for_shown_and_hidden_documents(
+    published, users
+):
+    c, persona, docs, kinds = published
+    publication = Publication.objects.get(collection=c)
+    assert not SearchLog.objects.exists()  # these documents were never searched for
+    for kind in ("safe", "sensitive", "uncertain"):
+        doc = _doc(docs, kinds, kind)
+        row = exposure.exposure_request(user=users["archivist"], document=doc, persona=persona)
+        row = exposure.exposure_compute(exposure_id=row.pk)
+        truth, visible = _brute_force(doc, publication)
+        assert row.status == Exposure.Status.READY, row.error
+        assert row.visible is visible is (kind == "safe")
+        assert [(q["text"], q["rank"]) for q in row.queries] == truth[: exposure.SHOWN]
+        assert truth, kind
+        assert row.summary["candidates"] > row.summary["retrieved"] > 0
+
+
+def test_computing_exposure_shows_a_searcher_nothing_and_logs_no_search(published, login, users):
+    c, persona, docs, kinds = published
+    searcher = login(users["searcher"])
+    searcher_search(searcher, c, "razor spam")
+    before = list(SearchLog.objects.values_list("shown", flat=True))
+    requests = ReviewRequest.objects.count()
+    for d in docs[:5]:
+        row = exposure.exposure_request(user=users["lead"], document=d, persona=persona)
+        exposure.exposure_compute(exposure_id=row.pk)
+    assert list(SearchLog.objects.values_list("shown", flat=True)) == before
+    assert ReviewRequest.objects.count() == requests
+    assert not AuditEvent.objects.filter(action="shown-after-review").exists()
+
+
+@pytest.mark.parametrize("role", ["searcher", "annotator", "norole"])
+def test_only_archivists_and_leads_reach_exposure(published, client, users, role):
+    c, persona, docs, kinds = published
+    doc = _doc(docs, kinds, "sensitive")
+    client.force_login(users[role])
+    for url in (
+        reverse("review-exposure", args=[persona.pk, doc.pk]),
+        reverse("review-exposure-document", args=[doc.pk]),
+    ):
+        assert client.get(url).status_code == 404
+        assert client.post(url, {"again": "1"}).status_code == 404
+    assert client.get(reverse("document-detail", args=[c.slug, doc.pk])).status_code == 404
+    assert not Exposure.objects.exists()
+    client.logout()
+    response = client.get(reverse("review-exposure", args=[persona.pk, doc.pk]))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_a_lead_asks_from_the_documents_page_and_again_after_new_searches(published, login, users):
+    c, persona, docs, kinds = published
+    doc = _doc(docs, kinds, "uncertain")
+    lead = login(users["lead"])
+    page = lead.get(reverse("document-detail", args=[c.slug, doc.pk])).content.decode()
+    panel_url = reverse("review-exposure-document", args=[doc.pk])
+    assert panel_url in page
+    assert "Find exposing queries" in lead.get(panel_url).content.decode()
+    assert not Exposure.objects.exists()  # the lead's page only offers it
+    response = lead.post(panel_url, {"back": "document"})
+    assert response.status_code == 302
+    assert response["Location"] == reverse("document-detail", args=[c.slug, doc.pk])
+    row = Exposure.objects.get(document=doc)
+    assert row.requested_by == users["lead"]
+    assert AuditEvent.objects.filter(action="exposure-request", document=doc).exists()
+    exposure.exposure_compute(exposure_id=row.pk)
+    exposure.exposure_compute(exposure_id=row.pk)  # a task run twice changes nothing
+    assert Exposure.objects.get(pk=row.pk).status == Exposure.Status.READY
+
+    # A query logged after the candidates were built is verified too, on asking again.
+    typed = doc.subject  # a searcher types the message's subject
+    searcher = login(users["searcher"])
+    searcher_search(searcher, c, typed)
+    lead = login(users["lead"])
+    lead.post(panel_url, {"again": "1"}, HTTP_HX_REQUEST="true")
+    row.refresh_from_db()
+    assert row.status == Exposure.Status.QUEUED
+    row = exposure.exposure_compute(exposure_id=row.pk)
+    publication = Publication.objects.get(collection=c)
+    view = visibility.view(publication)
+    ranker = core.ExposureRanker(view.index, view.postings, doc.docid, k=publication.review_k)
+    rank = ranker.rank(lucene.analyze(typed))
+    assert rank is not None
+    assert {"text": " ".join(typed.split()), "source": "log", "rank": rank} in [
+        {k: q[k] for k in ("text", "source", "rank")} for q in row.queries
+    ]
+
+
+def test_an_unpublished_collection_has_nothing_to_expose(sample_collection, login, users):
+    from ranking.services import index_build
+
+    index_build(collection_id=sample_collection.pk)
+    doc = sample_collection.documents.first()
+    lead = login(users["lead"])
+    html = lead.get(reverse("review-exposure-document", args=[doc.pk])).content.decode()
+    assert "not open to searchers" in html
+    assert lead.post(reverse("review-exposure-document", args=[doc.pk])).status_code in (200, 302)
+    assert not Exposure.objects.exists()

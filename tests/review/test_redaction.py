@@ -1,0 +1,149 @@
+"""Redaction (issue 20): a released redacted copy is all a searcher reads and searches; the
+original stays; versions are audited, and a lead can go back; an expiring redaction ends."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotate.entities import collection_entities_detect
+from ranking import lucene
+from ranking.services import index_build
+from review import redaction, services, visibility
+from review.models import AuditEvent, Redaction, SearchLog
+from tests.reviewkit import searcher_search
+
+pytestmark = pytest.mark.lucene
+NUMBER = "8876543210"
+
+
+@pytest.fixture
+def account(published, users):
+    """A safe document that mentions an account number (twice) and a rare word."""
+    c, persona, docs, kinds = published
+    doc = next(d for d in docs if kinds[d.pk] == "safe")
+    doc.subject = f"{doc.subject} acct {NUMBER}"
+    doc.body = f"{doc.body}\nPlease pay into account no. {NUMBER} quickly, zebraword."
+    doc.save(update_fields=["subject", "body"])
+    index_build(collection_id=c.pk, force=True)
+    collection_entities_detect(collection_id=c.pk)  # what the import does
+    c.refresh_from_db()
+    return c, persona, doc
+
+
+def _number_spans(doc, reason="financial"):
+    return [
+        {"field": f, "start": m.start(), "end": m.end(), "kind": "account", "reason": reason}
+        for f in ("subject", "body")
+        for m in re.finditer(NUMBER, getattr(doc, f))
+    ]
+
+
+def _redact(users, persona, doc, **kw):
+    made = redaction.redaction_save(
+        archivist=users["archivist"], persona=persona, document=doc, spans=_number_spans(doc), **kw
+    )
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=doc, kind="release"
+    )
+    return made
+
+
+def test_the_redacted_number_is_in_no_searcher_statistic_page_or_result(account, login, users):
+    c, persona, doc = account
+    before = visibility.view(c.publication)
+    assert [h.docid for h in before.search(NUMBER, 10)] == [doc.docid]  # findable before
+    _redact(users, persona, doc)
+    view = visibility.view(c.publication)
+    term = lucene.analyze(NUMBER)[0]
+    assert term not in view.index.vocabulary  # not in the searcher's vocabulary or df
+    assert view.search(NUMBER, 10) == []
+    searcher = login(users["searcher"])
+    miss = searcher_search(searcher, c, NUMBER).content.decode()
+    assert SearchLog.objects.latest("pk").shown == []
+    i = miss.find(doc.docid)
+    assert i < 0, miss[i - 300 : i + 100]
+    found = searcher_search(searcher, c, "zebraword").content.decode()
+    assert reverse("searcher-document", args=[c.slug, doc.pk]) in found
+    assert NUMBER not in found and "█" in found  # the snippet shows the mark, not the number
+    page = searcher.get(reverse("searcher-document", args=[c.slug, doc.pk])).content.decode()
+    assert NUMBER not in page and 'class="redacted"' in page
+    doc.refresh_from_db()
+    assert doc.body.count(NUMBER) == 1 and NUMBER in doc.subject  # the original stays
+    event = AuditEvent.objects.get(action="redact")
+    assert event.detail["version"] == 1 and len(event.detail["spans"]) == 2
+
+
+def test_a_redacted_documents_other_words_keep_their_statistics(account, users):
+    c, persona, doc = account
+    before = visibility.view(c.publication)
+    term = lucene.analyze("zebraword")[0]
+    df_before = before.index.df[before.index.vocabulary[term]]
+    _redact(users, persona, doc)
+    after = visibility.view(c.publication)
+    assert after.index.df[after.index.vocabulary[term]] == df_before
+    assert after.index.n == before.index.n and doc.docid in after.index.docids
+
+
+def test_a_lead_goes_back_to_no_redaction_and_the_number_is_searchable_again(account, login, users):
+    c, persona, doc = account
+    _redact(users, persona, doc)
+    lead = login(users["lead"])
+    page = lead.get(reverse("review-redactions")).content.decode()
+    assert doc.docid in page and "in force" in page
+    lead.post(reverse("review-redaction-revert", args=[persona.pk, doc.pk]), {"to_version": 0})
+    assert list(Redaction.objects.values_list("version", "reverts")) == [(1, None), (2, 0)]
+    assert [h.docid for h in visibility.view(c.publication).search(NUMBER, 10)] == [doc.docid]
+    lead.post(reverse("review-redaction-revert", args=[persona.pk, doc.pk]), {"to_version": 1})
+    assert visibility.view(c.publication).search(NUMBER, 10) == []
+    assert AuditEvent.objects.filter(action="redaction-revert").count() == 2
+    log = lead.get(reverse("audit-log")).content.decode()
+    assert "redacted 2 span(s)" in log and "back to no redaction" in log
+
+
+def test_an_expired_redaction_ends_like_an_expired_withholding(account, users):
+    c, persona, doc = account
+    _redact(users, persona, doc, until=timezone.localdate() + timedelta(days=2))
+    assert visibility.view(c.publication).search(NUMBER, 10) == []
+    later = timezone.localdate() + timedelta(days=2)
+    assert redaction.redactions_in_force(persona=persona, today=later) == {}
+    assert redaction.redactions_in_force(persona=persona, today=later - timedelta(days=1))
+
+
+def test_the_archivist_redacts_from_the_review_page_with_a_reason(account, login, users):
+    c, persona, doc = account
+    archivist = login(users["archivist"])
+    page = archivist.get(reverse("review-item", args=[persona.pk, doc.pk])).content.decode()
+    assert 'class="ent ent-account"' in page and "Release redacted copy" in page
+    value = next(
+        v for v in re.findall(r'name="span" value="([^"]+)"', page) if v.endswith(":account")
+    )
+    r = archivist.post(
+        reverse("review-redact", args=[persona.pk, doc.pk]),
+        {"span": [value], "phrases": NUMBER, "reason": "financial"},
+    )
+    assert r.status_code == 302
+    made = Redaction.objects.get()
+    assert {s["reason"] for s in made.spans} == {"financial"}
+    assert all(s["text"] == NUMBER for s in made.spans) and len(made.spans) == 2
+    assert visibility.view(c.publication).search(NUMBER, 10) == []
+
+
+@pytest.mark.parametrize(
+    ("spans", "error"),
+    [
+        ([{"field": "headers", "start": 0, "end": 1, "reason": "financial"}], "field"),
+        ([{"field": "body", "start": 5, "end": 99999, "reason": "financial"}], "outside"),
+        ([{"field": "body", "start": 0, "end": 3, "reason": "whim"}], "reasons"),
+        ([{"field": "body", "start": "x", "end": 3, "reason": "financial"}], "whole-number"),
+    ],
+)
+def test_a_bad_span_is_refused_with_what_was_wrong(account, users, spans, error):
+    c, persona, doc = account
+    with pytest.raises(redaction.RedactionError, match=error):
+        redaction.redaction_save(
+            archivist=users["archivist"], persona=persona, document=doc, spans=spans
+        )
+    assert not Redaction.objects.exists()

@@ -1,0 +1,52 @@
+"""Exposing queries in Debian's Chromium: the archivist opens a message nobody ever searched
+for; the page asks the worker, polls, and lists the queries that would show it with the place
+each gives it, without a reload."""
+
+import os
+
+import pytest
+from django.urls import reverse
+
+from review.exposure import exposure_compute
+from review.models import Exposure, SearchLog
+from tests.browserkit import login, needs_chromium, wait_for, watch
+
+pytestmark = [
+    *needs_chromium,
+    pytest.mark.lucene,
+    pytest.mark.skipif(
+        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
+        reason="needs DATABASE_URL (PostgreSQL): see .ci/run",
+    ),
+]
+
+
+def test_the_review_page_lists_exposing_queries_with_ranks_for_a_document_never_searched_for(
+    browser, live_server, published, users, tmp_path
+):
+    c, persona, docs, kinds = published
+    doc = next(d for d in docs if kinds[d.pk] == "uncertain")
+    assert not SearchLog.objects.exists()
+    users["archivist"].set_password("pw-browser")
+    users["archivist"].save()
+    url = live_server.url
+    events: list[str] = []
+    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    watch(page, url, events)
+    login(page, url, users["archivist"].username, "pw-browser")
+    page.goto(f"{url}{reverse('review-item', args=[persona.pk, doc.pk])}")
+    assert "Finding the queries" in page.inner_text("#exposure")
+    row = Exposure.objects.get(document=doc, persona=persona)
+    exposure_compute(exposure_id=row.pk)  # what the worker does
+    wait_for(page, "document.querySelectorAll('#exposure table tbody tr').length > 0", 15)
+    row.refresh_from_db()
+    cells = page.locator("#exposure table tbody tr").first.locator("td")
+    first = row.queries[0]
+    assert cells.nth(0).inner_text() == f"“{first['text']}”"
+    assert cells.nth(1).inner_text() == f"#{first['rank'] + 1}"
+    assert "shown if released" in cells.nth(2).inner_text()
+    assert page.locator("#exposure table tbody tr").count() == len(row.queries)
+    page.screenshot(path=str(tmp_path / "exposure.png"), full_page=False)
+    if os.environ.get("SASC_SCREENSHOTS"):
+        page.screenshot(path=os.environ["SASC_SCREENSHOTS"] + "/review-exposure.png")
+    assert not [e for e in events if e.startswith(("pageerror", "request", "console error"))]
