@@ -23,6 +23,7 @@ from annotate.models import Collection, Document, Persona
 from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
 from review import redaction, selectors, visibility
+from review.audit import audit  # noqa: F401 (the writer; callers use services.audit)
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
 from review.selectors import decisions_in_force_kinds
 
@@ -31,18 +32,6 @@ logger = logging.getLogger(__name__)
 
 class NotPublished(Exception):
     """The collection is not open to searchers."""
-
-
-def audit(*, user, action: str, collection=None, document=None, **detail) -> AuditEvent:
-    """Append one row to the audit log (call inside the transaction of what it records)."""
-    return AuditEvent.objects.create(
-        user=user,
-        action=action,
-        collection=collection,
-        document=document,
-        detail=detail,
-        at=timezone.now(),
-    )
 
 
 @dataclass
