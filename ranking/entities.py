@@ -391,6 +391,37 @@ def redact(text: str, spans: Iterable[tuple[int, int]]) -> str:
     return "".join(out)
 
 
+def secret_pattern(secret: str) -> re.Pattern | None:
+    """Return a pattern that finds ``secret`` written again elsewhere: case-insensitive, any
+    run of spaces or punctuation between its words, and, for a number, between its digits
+    (``12345678`` written ``1234 5678`` or ``1234-5678``). None for a secret with no letter
+    or digit (nothing searchable to hide)."""
+    chunks = re.findall(r"[^\W_]+", secret)
+    if not chunks:
+        return None
+    # whole words only: 123456789 is another number than 12345678
+    edge_l, edge_r = r"(?<![^\W_])", r"(?![^\W_])"
+    if all(c.isdigit() for c in chunks):
+        digits = "".join(chunks)
+        return re.compile(edge_l + r"[\s.\-/]?".join(digits) + edge_r)
+    body = r"[\W_]+".join(re.escape(c) for c in chunks)
+    return re.compile(edge_l + body + edge_r, re.IGNORECASE)
+
+
+def redact_everywhere(text: str, secrets: Iterable[str]) -> str:
+    """Return ``text`` with every occurrence of each of ``secrets`` redacted (``redact``).
+
+    A redaction hides words, not offsets: the same account number repeated later in the
+    message, in the subject or in an attachment must not stay searchable because the
+    archivist ticked only its first occurrence."""
+    spans = []
+    for secret in set(secrets):
+        pattern = secret_pattern(secret)
+        if pattern is not None:
+            spans.extend(m.span() for m in pattern.finditer(text))
+    return redact(text, spans) if spans else text
+
+
 # --- evaluation ----------------------------------------------------------------------------
 
 _GOLD = re.compile(r"\[\[(\w+):(.+?)\]\]")

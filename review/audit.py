@@ -1,5 +1,6 @@
-"""The audit log read as sentences: who did what to which document, with names and links
-instead of the ids and JSON the rows keep (``review.models.AuditEvent``; G9).
+"""The audit log, written (``audit``) and read as sentences: who did what to which
+document, with names and links instead of the ids and JSON the rows keep
+(``review.models.AuditEvent``; G9).
 
 Each action has one describer; the names an event's detail refers to (personas, documents
 of the shown lists) are read in bulk for the whole page, so a page of 200 events costs a few
@@ -7,10 +8,25 @@ queries, not one per event.
 """
 
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from annotate.models import Answer, Document, Judgment, Persona
+from review.models import AuditEvent
+
+
+def audit(*, user, action: str, collection=None, document=None, **detail) -> AuditEvent:
+    """Append one row to the audit log (call inside the transaction of what it records)."""
+    return AuditEvent.objects.create(
+        user=user,
+        action=action,
+        collection=collection,
+        document=document,
+        detail=detail,
+        at=timezone.now(),
+    )
+
 
 RELEVANCE = dict(Judgment.Relevance.choices)
 ANSWERS = dict(Answer.choices)

@@ -35,6 +35,7 @@ from annotate.selectors import collection_index_documents
 from ranking import exposure, lucene
 from ranking.services import IndexNotReady, index_paths
 from review import visibility
+from review.audit import audit
 from review.models import Exposure, Publication, SearchLog
 
 logger = logging.getLogger(__name__)
@@ -151,8 +152,6 @@ def exposure_request(
     """Ask the worker for the document's exposure under the current index version, unless
     it is there or on its way; ``again`` recomputes a finished one (decisions and the query
     log change ranks and candidates). None when the collection has no index yet."""
-    from review.services import audit
-
     version = document.collection.indexed_version
     if version is None:
         return None

@@ -27,6 +27,7 @@ from django.utils import timezone
 from annotate.models import Attachment, Document, Persona
 from annotate.selectors import document_text
 from ranking import entities as recognisers
+from review.audit import audit
 from review.models import Redaction, RedactionReason
 
 FIELDS = ("subject", "body")
@@ -58,8 +59,19 @@ def redactions_in_force(
     return {d: r for d, r in newest.items() if redaction_in_force(r, today)}
 
 
+def redacted_secrets(document: Document, redaction: Redaction | None) -> set[str]:
+    """The words a redaction hides: the text of each of its spans in the original."""
+    return {
+        getattr(document, s["field"])[s["start"] : s["end"]]
+        for s in (redaction.spans if redaction else [])
+        if s["field"] in FIELDS
+    }
+
+
 def redacted_fields(document: Document, redaction: Redaction | None) -> dict[str, str]:
-    """The document's subject and body with the redaction's spans marked out."""
+    """The document's subject and body with the redaction's spans marked out, and every
+    other occurrence of the words they hide (``ranking.entities.redact_everywhere``)."""
+    secrets = redacted_secrets(document, redaction)
     out = {}
     for field in FIELDS:
         text = getattr(document, field)
@@ -68,7 +80,9 @@ def redacted_fields(document: Document, redaction: Redaction | None) -> dict[str
             for s in (redaction.spans if redaction else [])
             if s["field"] == field
         ]
-        out[field] = recognisers.redact(text, spans) if spans else text
+        if spans:
+            text = recognisers.redact(text, spans)
+        out[field] = recognisers.redact_everywhere(text, secrets) if secrets else text
     return out
 
 
@@ -119,9 +133,10 @@ def redacted_rows(*, persona: Persona, collection, docids: set[str], today: date
     out = {}
     for d in docs:
         fields = redacted_fields(d, force[d.pk])
-        out[d.docid] = analyze(
-            document_text(fields["subject"], fields["body"], attachments.get(d.pk, []))
-        )
+        # the attachments' text is indexed with the message: the hidden words go there too
+        secrets = redacted_secrets(d, force[d.pk])
+        hidden = [recognisers.redact_everywhere(t, secrets) for t in attachments.get(d.pk, [])]
+        out[d.docid] = analyze(document_text(fields["subject"], fields["body"], hidden))
     return out
 
 
@@ -203,8 +218,6 @@ def _next_version(persona, document) -> int:
 def _version_add(*, user, persona, document, action: str, kept, until, note, reverts, **detail):
     """Store the next version and its audit row in one transaction (versions are numbered
     one at a time per persona: the persona row is locked)."""
-    from review.services import audit
-
     with transaction.atomic():
         Persona.objects.select_for_update().get(pk=persona.pk)
         redaction = Redaction.objects.create(

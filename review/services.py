@@ -24,6 +24,7 @@ from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
 from ranking.services import near_duplicate_groups
 from review import redaction, selectors, visibility
+from review.audit import audit  # noqa: F401 (the writer; callers use services.audit)
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
 from review.selectors import decisions_in_force_kinds
 
@@ -32,18 +33,6 @@ logger = logging.getLogger(__name__)
 
 class NotPublished(Exception):
     """The collection is not open to searchers."""
-
-
-def audit(*, user, action: str, collection=None, document=None, **detail) -> AuditEvent:
-    """Append one row to the audit log (call inside the transaction of what it records)."""
-    return AuditEvent.objects.create(
-        user=user,
-        action=action,
-        collection=collection,
-        document=document,
-        detail=detail,
-        at=timezone.now(),
-    )
 
 
 @dataclass

@@ -78,3 +78,12 @@ def test_precision_and_recall_on_the_labelled_fixtures():
     assert overall.precision >= 0.95 and overall.recall >= 0.95
     for kind in ("card", "iban", "national_id", "email", "dob"):
         assert scores[kind].precision == 1.0 and scores[kind].recall == 1.0, scores[kind]
+
+
+def test_redact_everywhere_hides_each_writing_of_a_secret():
+    text = "Acct 12345678; again 1234 5678 and 1234-5678, not 123456789 0; Dr. Who, dr who"
+    out = entities.redact_everywhere(text, {"12345678", "Dr. Who"})
+    assert "1234" not in out.replace("123456789", "")
+    assert "123456789" in out  # a longer number is another number
+    assert "Who" not in out and "who" not in out
+    assert entities.redact_everywhere("nothing here", {"..."}) == "nothing here"

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotate.entities import collection_entities_detect
+from annotate.models import Attachment
 from ranking import lucene
 from ranking.services import index_build
 from review import redaction, services, visibility
@@ -74,6 +75,47 @@ def test_the_redacted_number_is_in_no_searcher_statistic_page_or_result(account,
     assert doc.body.count(NUMBER) == 1 and NUMBER in doc.subject  # the original stays
     event = AuditEvent.objects.get(action="redact")
     assert event.detail["version"] == 1 and len(event.detail["spans"]) == 2
+
+
+def test_every_occurrence_of_a_redacted_number_goes_attachments_included(account, login, users):
+    """The archivist ticks one occurrence; the number also sits in the subject, written with
+    a space in the body, and in a text attachment: none of them stays searchable."""
+    c, persona, doc = account
+    doc.body += f"\nAgain: {NUMBER[:5]} {NUMBER[5:]}."
+    doc.save(update_fields=["body"])
+    Attachment.objects.create(
+        document=doc,
+        position=1,
+        filename="statement.txt",
+        content_type="text/plain",
+        is_text=True,
+        text=f"Statement for account {NUMBER}, quokkaword balance due",
+    )
+    index_build(collection_id=c.pk, force=True)
+    assert [h.docid for h in visibility.view(c.publication).search(NUMBER, 10)] == [doc.docid]
+    first = re.search(NUMBER, doc.body)
+    spans = [
+        {
+            "field": "body",
+            "start": first.start(),
+            "end": first.end(),
+            "kind": "account",
+            "reason": "financial",
+        }
+    ]
+    redaction.redaction_save(
+        archivist=users["archivist"], persona=persona, document=doc, spans=spans
+    )
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=doc, kind="release"
+    )
+    view = visibility.view(c.publication)
+    assert lucene.analyze(NUMBER)[0] not in view.index.vocabulary
+    assert view.search(NUMBER, 10) == [] and view.search(NUMBER[5:], 10) == []
+    assert [h.docid for h in view.search("quokkaword", 10)] == [doc.docid]
+    searcher = login(users["searcher"])
+    page = searcher.get(reverse("searcher-document", args=[c.slug, doc.pk])).content.decode()
+    assert NUMBER not in page and NUMBER[5:] not in page
 
 
 def test_a_redacted_documents_other_words_keep_their_statistics(account, users):
