@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotate.models import Collection
+from annotate.threads import collection_threads_assign
 from ranking import classifier
 from ranking.models import SensitivityModel
 from review import selectors, visibility
@@ -29,7 +30,9 @@ def _thread_docs(docs):
         doc.from_header = f"{sender.split('@')[0].title()} <{sender}>"
         doc.addresses = {"from": sender, "to": to}
         doc.body = f"On Monday Ann wrote:\n> quoted words\n\nThe figures for {subject} are in."
+        doc.in_reply_to, doc.references = "", []  # no header links: the subjects decide
         doc.save()
+    collection_threads_assign(collection=a.collection)  # as an import does
     return a, b, c, d
 
 
