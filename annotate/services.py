@@ -124,16 +124,20 @@ def import_run(
     label: str | None = None,
     persona: Persona | None = None,
     progress=None,
+    workers: int = 1,
 ) -> importers.ImportReport:
-    """Dispatch one import by format name (the formats of ``IMPORT_FORMATS``)."""
+    """Dispatch one import by format name (the formats of ``IMPORT_FORMATS``); ``workers``:
+    processes parsing a folder of mail files in parallel."""
     path = Path(path)
     if fmt in ("emails", "smart"):
-        load = (
-            importers.collection_import_emails
-            if fmt == "emails"
-            else importers.collection_import_smart
-        )
-        report = load(collection=collection, path=path, label=label, progress=progress)
+        if fmt == "emails":
+            report = importers.collection_import_emails(
+                collection=collection, path=path, label=label, progress=progress, workers=workers
+            )
+        else:
+            report = importers.collection_import_smart(
+                collection=collection, path=path, label=label, progress=progress
+            )
         if report.created:
             # the new documents' sensitive entities (issue 20), in the importing process:
             # the worker for an upload, the command for the command line

@@ -22,7 +22,7 @@ THREAD_SHOWN = 30
 
 
 def _inputs(rows) -> Iterator[ThreadInput]:
-    for pk, docid, message_id, in_reply_to, references, subject, date in rows:
+    for pk, docid, message_id, in_reply_to, references, subject, date, addresses in rows:
         yield ThreadInput(
             key=pk,
             message_id=normalise_id(message_id),
@@ -31,7 +31,18 @@ def _inputs(rows) -> Iterator[ThreadInput]:
             subject=subject,
             # Strings compare whatever the dates: undated messages sort last.
             sort_key=(date.isoformat() if date else "~", docid),
+            participants=_participants(addresses),
         )
+
+
+def _participants(addresses) -> frozenset:
+    """The normalised addresses of a document (``Document.addresses``), lower-cased."""
+    if not isinstance(addresses, dict):
+        return frozenset()
+    found = []
+    for value in addresses.values():
+        found.extend(value if isinstance(value, list) else [value])
+    return frozenset(a.lower() for a in found if isinstance(a, str) and a)
 
 
 def collection_threads_assign(*, collection: Collection, model=Document) -> int:
@@ -40,7 +51,7 @@ def collection_threads_assign(*, collection: Collection, model=Document) -> int:
     ``model`` lets the data migration pass its historical Document model.
     """
     rows = model.objects.filter(collection_id=collection.pk).values_list(
-        "pk", "docid", "message_id", "in_reply_to", "references", "subject", "date"
+        "pk", "docid", "message_id", "in_reply_to", "references", "subject", "date", "addresses"
     )
     keys = assign_threads(_inputs(rows.iterator(chunk_size=5000)))
     current = dict(

@@ -184,6 +184,8 @@ urlpatterns = [
     path("review/audit/", review_views.audit_log, name="audit-log"),
     path("review/loop/<slug:slug>/", review_views.loop_report, name="review-loop"),
     path("review/decisions/", review_views.decisions, name="review-decisions"),
+    path("review/group/", review_views.group, name="review-group"),
+    path("review/group/decide/", review_views.group_decide, name="review-group-decide"),
     path("review/redactions/", review_views.redactions, name="review-redactions"),
     path("review/lexicons/", review_views.lexicons, name="review-lexicons"),
     path(

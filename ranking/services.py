@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -16,7 +15,7 @@ from django.utils import timezone
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import Collection, Document, Job
 from annotate.selectors import collection_index_documents
-from ranking import features, lucene, visible
+from ranking import features, lucene, neardup, visible
 from ranking.highlight import query_stems, snippet
 
 logger = logging.getLogger(__name__)
@@ -28,13 +27,14 @@ class IndexPaths:
     lucene: Path
     features: Path
     postings: Path
+    neardup: Path
 
 
 def index_paths(*, collection: Collection, version: int | None = None) -> IndexPaths:
     """Return where the index and features of a collection version live."""
     version = collection.indexed_version if version is None else version
     root = Path(settings.SASC_INDEX_DIR) / str(collection.pk) / f"v{version}"
-    return IndexPaths(root, root / "lucene", root / "tfidf", root / "postings")
+    return IndexPaths(root, root / "lucene", root / "tfidf", root / "postings", root / "neardup")
 
 
 def index_build(*, collection_id: int, progress=None, force: bool = False) -> dict:
@@ -51,7 +51,7 @@ def index_build(*, collection_id: int, progress=None, force: bool = False) -> di
     collection = Collection.objects.get(pk=collection_id)
     version = collection.version
     paths = index_paths(collection=collection, version=version)
-    built = paths.root.exists() and paths.postings.exists()
+    built = paths.root.exists() and paths.postings.exists() and paths.neardup.exists()
     if collection.indexed_version == version and built and not force:
         return {"documents": None, "skipped": True, "version": version}
     index_temporaries_sweep(collection=collection)
@@ -67,6 +67,7 @@ def index_build(*, collection_id: int, progress=None, force: bool = False) -> di
     if paths.root.exists():
         lucene.release(paths.lucene)
         features.forget(paths.features)
+        neardup.forget(paths.neardup)
         shutil.rmtree(paths.root)
     tmp.rename(paths.root)
     with transaction.atomic():
@@ -100,6 +101,10 @@ def _build_into(tmp: Path, collection: Collection, total: int, progress) -> dict
     matrix = features.build_tfidf(read)
     features.save(matrix, tmp / "tfidf")
     feature_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    near = neardup.NearDuplicates.build(read)
+    near.save(tmp / "neardup")
+    neardup_seconds = time.perf_counter() - started
     if progress:
         progress(2 * max(total, len(read)), 2 * max(total, len(read)))
     return {
@@ -108,6 +113,8 @@ def _build_into(tmp: Path, collection: Collection, total: int, progress) -> dict
         "nonzeros": int(matrix.matrix.nnz),
         "lucene_seconds": round(lucene_seconds, 2),
         "features_seconds": round(feature_seconds, 2),
+        "neardup_seconds": round(neardup_seconds, 2),
+        "near_duplicate_pairs": int(len(near.neighbours) // 2),
     }
 
 
@@ -159,6 +166,7 @@ def _remove_old_versions(collection: Collection, keep: int) -> None:
         if path.name != f"v{keep}" and _TMP not in path.name:
             lucene.release(path / "lucene")
             features.forget(path / "tfidf")
+            neardup.forget(path / "neardup")
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -196,25 +204,39 @@ def collection_features(*, collection: Collection) -> features.FeatureMatrix:
     return features.load(index_paths(collection=collection).features)
 
 
+def collection_near_duplicates(*, collection: Collection) -> neardup.NearDuplicates | None:
+    """The MinHash/LSH near-duplicate index of the collection's indexed version (built with
+    it, memory-mapped); None when there is no index or it predates near-duplicates."""
+    if collection.indexed_version is None:
+        return None
+    path = index_paths(collection=collection).neardup
+    if not (path / "docids.json").exists():
+        return None
+    return neardup.NearDuplicates.load(path)
+
+
 def near_duplicates(
-    *, collection: Collection, docid: str, threshold: float = 0.8, limit: int = 20
+    *, collection: Collection, docid: str, threshold: float = neardup.THRESHOLD, limit: int = 20
 ) -> list[tuple[str, float]]:
-    """Documents whose TF-IDF vectors are within cosine ``threshold`` of this one (the rows
-    are L2-normalised: a dot product), most similar first, itself left out: ``[(docid,
-    similarity)]``. Empty when the collection has no index or the document no row."""
-    try:
-        fm = collection_features(collection=collection)
-    except IndexNotReady:
+    """Documents whose word-shingle resemblance to this one (estimated Jaccard, MinHash)
+    is at least ``threshold`` (never below ``neardup.THRESHOLD``, the level the index keeps),
+    most similar first, itself left out: ``[(docid, similarity)]``. Empty when the
+    collection has no index or the document is not in it."""
+    index = collection_near_duplicates(collection=collection)
+    if index is None:
         return []
-    try:
-        row = fm.docids.index(docid)
-    except ValueError:
-        return []
-    similarity = (fm.matrix @ fm.matrix[row].T).toarray().ravel()
-    similarity[row] = 0.0
-    close = np.flatnonzero(similarity >= threshold)
-    close = close[np.argsort(-similarity[close], kind="stable")][:limit]
-    return [(fm.docids[i], float(similarity[i])) for i in close]
+    return index.neighbours_of(docid, threshold=threshold, limit=limit)
+
+
+def near_duplicate_groups(*, collection: Collection, docids: list[str]) -> list[list[str]]:
+    """Collapse a ranked list of docids into near-duplicate groups, each led by its best
+    ranked member, in rank order (``NearDuplicates.collapse``: it reads the signatures of
+    these documents only, so whatever else the collection holds, hidden documents included,
+    cannot change the groups). Without a near-duplicate index every docid is its own group."""
+    index = collection_near_duplicates(collection=collection)
+    if index is None:
+        return [[d] for d in docids]
+    return index.collapse(docids)
 
 
 class IndexNotReady(RuntimeError):

@@ -247,6 +247,21 @@ def _export(e, d, names):
     )
 
 
+def _group_decision(e, d, names):
+    kind = {"release": "released", "withhold": "withheld", "not_relevant": "marked not relevant"}
+    n = len(d.get("documents") or [])
+    skipped = len(d.get("skipped") or [])
+    return format_html(
+        "{} {} a group of {} document{} at once in {} (each decision is its own row below){}",
+        _who(e),
+        kind.get(d.get("kind"), d.get("kind", "decided")),
+        n,
+        "" if n == 1 else "s",
+        e.collection.name if e.collection else "no collection",
+        format_html("; {} skipped", skipped) if skipped else "",
+    )
+
+
 def _other(e, d, names):
     pairs = "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted((d or {}).items()))
     on = format_html(" on {}", _doc_link(e.document)) if e.document_id else ""
@@ -259,6 +274,7 @@ DESCRIBERS = {
     "view": _view,
     "decision": _decision,
     "reopen": _reopen,
+    "group-decision": _group_decision,
     "redact": _redact,
     "redaction-revert": _redaction_revert,
     "judgment-edit": _judgment_edit,

@@ -115,11 +115,19 @@ QUEUE_ORDERS = {
 }
 
 
-def review_queue(*, order: str = "waiting", limit: int = 100) -> list[dict]:
+def review_queue(
+    *, order: str = "waiting", limit: int = 100, pairs: list[tuple[int, int]] | None = None
+) -> list[dict]:
     """Pending documents, one row per (persona, document), in one of ``QUEUE_ORDERS``
-    (uncertainty: the distance of P(sensitive) from 0.5, the least over its requests)."""
+    (uncertainty: the distance of P(sensitive) from 0.5, the least over its requests);
+    with ``pairs``, only those (persona id, document id) that are still pending."""
     keys = QUEUE_ORDERS.get(order, QUEUE_ORDERS["waiting"])[1]
     pending = ReviewRequest.objects.filter(status=ReviewRequest.Status.PENDING)
+    if pairs is not None:
+        wanted = Q(pk__in=[])
+        for persona_id, document_id in pairs:
+            wanted |= Q(persona_id=persona_id, document_id=document_id)
+        pending = pending.filter(wanted)
     rows = list(
         pending.values("persona_id", "document_id")
         .annotate(
@@ -157,6 +165,8 @@ class QueueItem:
     snippet: str
     sender: str
     participants: list[str]
+    cluster: str | None = None  # the near-duplicate cluster (``ranking.neardup``), if any
+    thread_key: str = ""  # the importer's thread (Message-ID / References), if it gave one
 
     @property
     def waited_seconds(self) -> float:
@@ -171,15 +181,19 @@ def _participants(document) -> list[str]:
     return [a.lower() for a in found if a]
 
 
-def review_queue_threads(*, order: str = "waiting", limit: int = 200) -> list:
+def review_queue_threads(
+    *, order: str = "waiting", limit: int = 200, pairs: list[tuple[int, int]] | None = None
+) -> list:
     """The review queue (``review_queue``) as the archivist reads it: each item with its
     sender, date, a snippet, the queries waiting on it and the current classifier's view,
-    grouped into threads (``review.threads``), threads in the order of their first item."""
+    grouped by thread and near-duplicate cluster (``review.threads``), groups in the order
+    of their first item; with ``pairs``, only those still pending."""
     from ranking.classifier import stored_scores
+    from ranking.services import collection_near_duplicates
     from review.models import Publication
     from review.threads import body_snippet, threads_group
 
-    rows = review_queue(order=order, limit=limit)
+    rows = review_queue(order=order, limit=limit, pairs=pairs)
     queries: dict[tuple[int, int], list[str]] = {}
     for persona_id, document_id, query in (
         ReviewRequest.objects.filter(
@@ -197,6 +211,7 @@ def review_queue_threads(*, order: str = "waiting", limit: int = 200) -> list:
         for p in Publication.objects.all()
     }
     scores: dict[tuple[int, int], tuple] = {}  # (collection, persona) -> (model, stored)
+    near: dict[int, object] = {}  # collection -> its near-duplicate index (or None)
     items = []
     for row in rows:
         request = row["request"]
@@ -205,6 +220,9 @@ def review_queue_threads(*, order: str = "waiting", limit: int = 200) -> list:
         if key not in scores:
             scores[key] = stored_scores(collection=doc.collection, persona=persona)
         model, stored = scores[key]
+        if doc.collection_id not in near:
+            near[doc.collection_id] = collection_near_duplicates(collection=doc.collection)
+        cluster = near[doc.collection_id].cluster_of(doc.docid) if near[doc.collection_id] else None
         people = _participants(doc)
         items.append(
             QueueItem(
@@ -220,11 +238,23 @@ def review_queue_threads(*, order: str = "waiting", limit: int = 200) -> list:
                 snippet=body_snippet(doc.body),
                 sender=doc.from_header or (people[0] if people else ""),
                 participants=people,
+                cluster=f"{doc.collection_id}:{cluster}" if cluster else None,
+                thread_key=f"{doc.collection_id}:{key}" if (key := _thread_key(doc)) else "",
             )
         )
     return threads_group(
-        items, subject=lambda i: i.document.subject, participants=lambda i: i.participants
+        items,
+        subject=lambda i: i.document.subject,
+        participants=lambda i: i.participants,
+        thread=lambda i: i.thread_key,
+        cluster=lambda i: i.cluster,
     )
+
+
+def _thread_key(document) -> str:
+    # The importers of real mail formats store a thread key (Message-ID / In-Reply-To /
+    # References) on the document; collections imported before that have none.
+    return getattr(document, "thread_key", "") or ""
 
 
 def decisions_in_force(*, kind: str = "", limit: int = 200) -> list[Decision]:
@@ -274,14 +304,20 @@ def exposing_queries(*, document, persona, limit: int = 10) -> list[str]:
     return queries
 
 
-def decisions_on(*, document, persona, threshold: float = 0.8) -> list[Decision]:
+def decisions_on(*, document, persona, threshold: float | None = None) -> list[Decision]:
     """Earlier decisions on this document, on its exact duplicates (same content hash) and on
-    its near-duplicates (TF-IDF cosine at least ``threshold``), newest first; each carries
-    ``similarity`` (1.0 for the document itself and exact duplicates)."""
+    its near-duplicates (word-shingle resemblance at least ``threshold``, by default
+    ``ranking.neardup.THRESHOLD``: the collection's MinHash/LSH index), newest first; each
+    carries ``similarity`` (1.0 for the document itself and exact duplicates)."""
+    from ranking import neardup
     from ranking.services import near_duplicates
 
     similar = dict(
-        near_duplicates(collection=document.collection, docid=document.docid, threshold=threshold)
+        near_duplicates(
+            collection=document.collection,
+            docid=document.docid,
+            threshold=neardup.THRESHOLD if threshold is None else threshold,
+        )
     )
     decisions = list(
         Decision.objects.filter(persona=persona, document__collection=document.collection)

@@ -22,6 +22,7 @@ from annotate.jobs import queue_on_commit
 from annotate.models import Collection, Document, Persona
 from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
+from ranking.services import near_duplicate_groups
 from review import redaction, selectors, visibility
 from review.audit import audit  # noqa: F401 (the writer; callers use services.audit)
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
@@ -40,6 +41,15 @@ class SearchOutcome:
     shown: list[Document]
     scores: list[float]
     notice: object  # selectors.SearchNotice or None: the same whatever is pending
+
+    def groups(self) -> list[tuple[Document, list[Document]]]:
+        """The shown documents as the results page lists them: each group's head (best
+        ranked) with the near-duplicates collapsed under it, in rank order."""
+        by_docid = {d.docid: d for d in self.shown}
+        groups = near_duplicate_groups(
+            collection=self.search.collection, docids=[d.docid for d in self.shown]
+        )
+        return [(by_docid[g[0]], [by_docid[d] for d in g[1:]]) for g in groups]
 
 
 def _publication(collection: Collection) -> Publication:
@@ -62,7 +72,13 @@ def search_protected(*, user, collection: Collection, query: str) -> SearchOutco
     publication = _publication(collection)
     persona = publication.persona
     view = visibility.view(publication)
-    hits = view.search(query, publication.review_k)
+    # Room for near-duplicates: the first review_k groups are shown, each head with the
+    # near-duplicates it collapses (among visible documents only: ``near_duplicate_groups``).
+    k = publication.review_k
+    hits = view.search(query, 2 * k)
+    groups = near_duplicate_groups(collection=collection, docids=[h.docid for h in hits])[:k]
+    kept = {docid for group in groups for docid in group}
+    hits = [h for h in hits if h.docid in kept]
     by_docid = {
         d.docid: d
         for d in Document.objects.filter(collection=collection, docid__in=[h.docid for h in hits])
@@ -264,6 +280,17 @@ class DecisionError(ValueError):
     """A decision that cannot be recorded; the message says why."""
 
 
+def _decision_check(*, kind: str, until: date | None, note: str) -> None:
+    if kind not in (Decision.Kind.RELEASE, Decision.Kind.WITHHOLD, Decision.Kind.NOT_RELEVANT):
+        raise DecisionError("decide release, withhold or not relevant")
+    if until is not None and kind != Decision.Kind.WITHHOLD:
+        raise DecisionError("only a withholding can have an end date")
+    if until is not None and until <= timezone.localdate():
+        raise DecisionError("a withholding must end after today")
+    if len(note) > 10_000:
+        raise DecisionError("the note is longer than 10,000 characters")
+
+
 def review_decide(
     *,
     archivist,
@@ -275,14 +302,7 @@ def review_decide(
 ) -> Decision:
     """Record a decision, resolve every pending request for the document and persona, and
     ask for a retrain after ``retrain_every`` new decisions."""
-    if kind not in (Decision.Kind.RELEASE, Decision.Kind.WITHHOLD, Decision.Kind.NOT_RELEVANT):
-        raise DecisionError("decide release, withhold or not relevant")
-    if until is not None and kind != Decision.Kind.WITHHOLD:
-        raise DecisionError("only a withholding can have an end date")
-    if until is not None and until <= timezone.localdate():
-        raise DecisionError("a withholding must end after today")
-    if len(note) > 10_000:
-        raise DecisionError("the note is longer than 10,000 characters")
+    _decision_check(kind=kind, until=until, note=note)
     now = timezone.now()
     p, _version = sensitivity_scores(collection=document.collection, persona=persona)
     status = {
@@ -316,6 +336,92 @@ def review_decide(
         )
         _retrain_when_due(archivist, persona, document.collection)
     return decision
+
+
+@dataclass
+class GroupOutcome:
+    decided: list[Decision]
+    skipped: list[tuple[Document, str]]  # (document, why it was not decided)
+
+
+def review_group_viewed(*, archivist, items: list[tuple[Persona, Document]]) -> None:
+    """Record that the archivist was shown these queued documents in full on the group page
+    (one ``view`` row each, as opening them one at a time writes)."""
+    with transaction.atomic():
+        for _persona, document in items:
+            audit(
+                user=archivist,
+                action="view",
+                collection=document.collection,
+                document=document,
+                role="archivist",
+                via="group",
+            )
+
+
+def review_decide_group(
+    *,
+    archivist,
+    items: list[tuple[Persona, Document]],
+    kind: str,
+    until: date | None = None,
+    note: str = "",
+) -> GroupOutcome:
+    """Apply one decision to a group of queued documents the archivist has viewed: each
+    (persona, document) gets its own ``review_decide`` (its own Decision row and audit row,
+    its requests resolved), all in one transaction, plus one ``group-decision`` audit row
+    naming them. A document is skipped, and said why, when it is no longer pending (another
+    archivist decided it since the page was shown) or when this archivist has not viewed it
+    since it was queued: a group decision is for documents seen, never for ones only listed."""
+    if not items:
+        raise DecisionError("choose at least one document of the group")
+    if len(items) > 500:
+        raise DecisionError("a group decision covers at most 500 documents")
+    _decision_check(kind=kind, until=until, note=note)
+    decided, skipped = [], []
+    with transaction.atomic():
+        for persona, document in items:
+            # Lock the pending requests: two archivists deciding one group at once must not
+            # both decide a document (the second finds nothing pending and skips it).
+            pending = list(
+                ReviewRequest.objects.select_for_update()
+                .filter(persona=persona, document=document, status=ReviewRequest.Status.PENDING)
+                .order_by("requested_at")
+            )
+            if not pending:
+                skipped.append((document, "no longer waiting: decided since the page was shown"))
+                continue
+            seen = AuditEvent.objects.filter(
+                user=archivist,
+                action="view",
+                document=document,
+                detail__role="archivist",
+                at__gte=pending[0].requested_at,
+            ).exists()
+            if not seen:
+                skipped.append((document, "not viewed since it was queued"))
+                continue
+            decided.append(
+                review_decide(
+                    archivist=archivist,
+                    persona=persona,
+                    document=document,
+                    kind=kind,
+                    until=until,
+                    note=note,
+                )
+            )
+        if decided:
+            audit(
+                user=archivist,
+                action="group-decision",
+                collection=decided[0].document.collection,
+                kind=kind,
+                decisions=[d.pk for d in decided],
+                documents=[d.document_id for d in decided],
+                skipped=[doc.pk for doc, _why in skipped],
+            )
+    return GroupOutcome(decided, skipped)
 
 
 def review_reopen(*, lead, persona: Persona, document: Document, note: str = "") -> Decision:

@@ -1,11 +1,16 @@
 """Threads of the archivist's queue, pure: no Django.
 
-A first, simple grouping (a later issue adds near-duplicate clusters): two queued messages
-are in one thread when their subjects are the same once normalised (reply and forward
-prefixes and mailing-list tags stripped, case and spacing folded) and they share at least
-one participant (sender or recipient). Sharing is transitive: A and B share Ann, B and C
-share Bob, so A, B and C are one thread. Messages without any participant group by subject
-alone.
+Two queued messages are in one group when
+- they carry the same thread key (the importer's Message-ID / In-Reply-To / References
+  thread, when the caller gives one), or
+- their subjects are the same once normalised (reply and forward prefixes and mailing-list
+  tags stripped, case and spacing folded) and they share at least one participant (sender
+  or recipient); messages without any participant group by subject alone, or
+- they are in one near-duplicate cluster (``ranking.neardup``: the same text sent, forwarded
+  or pasted again, whatever the subject says).
+Grouping is transitive: A and B share Ann, B and C share Bob, so A, B and C are one group.
+Each group says which of these joined it (``reasons``), so the archivist knows whether they
+are reading one conversation or one text many times.
 """
 
 import re
@@ -38,15 +43,21 @@ class Thread:
     subject: str  # normalised, as the first item has it
     participants: set[str] = field(default_factory=set)
     items: list = field(default_factory=list)
+    reasons: set[str] = field(default_factory=set)  # "thread", "subject", "near-duplicate"
 
 
-def threads_group(items: Iterable, *, subject, participants) -> list[Thread]:
+def threads_group(
+    items: Iterable, *, subject, participants, thread=None, cluster=None
+) -> list[Thread]:
     """Group ``items`` into threads, in the order of each thread's first item.
 
     ``subject(item)`` and ``participants(item)`` (addresses, compared case-insensitively) say
-    what an item is; the items of a thread keep their given order."""
+    what an item is; ``thread(item)`` its thread key and ``cluster(item)`` its near-duplicate
+    cluster, when given (a falsy key joins nothing). The items of a thread keep their given
+    order."""
     items = list(items)
     parent = list(range(len(items)))
+    joined: list[tuple[int, str]] = []  # (item, why it joined another)
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -54,10 +65,23 @@ def threads_group(items: Iterable, *, subject, participants) -> list[Thread]:
             i = parent[i]
         return i
 
-    def union(i: int, j: int) -> None:
+    def union(i: int, j: int, why: str) -> None:
+        joined.append((i, why))
         a, b = find(i), find(j)
         if a != b:
             parent[max(a, b)] = min(a, b)  # the earliest item stays the root
+
+    for key_of, why in ((thread, "thread"), (cluster, "near-duplicate")):
+        if key_of is None:
+            continue
+        first: dict = {}
+        for i, it in enumerate(items):
+            key = key_of(it)
+            if key:
+                if key in first:
+                    union(first[key], i, why)
+                else:
+                    first[key] = i
 
     people = [{p.strip().lower() for p in participants(it) if p and p.strip()} for it in items]
     by_subject: dict[str, dict[str, int]] = {}  # subject -> participant -> first item
@@ -66,14 +90,14 @@ def threads_group(items: Iterable, *, subject, participants) -> list[Thread]:
         s = subject_normalised(subject(it)).casefold()
         if not people[i]:
             if s in alone:
-                union(alone[s], i)
+                union(alone[s], i, "subject")
             else:
                 alone[s] = i
             continue
         seen = by_subject.setdefault(s, {})
         for person in people[i]:
             if person in seen:
-                union(seen[person], i)
+                union(seen[person], i, "subject")
             else:
                 seen[person] = i
     groups: dict[int, Thread] = {}
@@ -83,6 +107,8 @@ def threads_group(items: Iterable, *, subject, participants) -> list[Thread]:
             groups[root] = Thread(subject_normalised(subject(items[root])))
         groups[root].items.append(it)
         groups[root].participants |= people[i]
+    for i, why in joined:
+        groups[find(i)].reasons.add(why)
     return list(groups.values())
 
 

@@ -117,7 +117,7 @@ def results(request, slug, search_id):
         raise Http404
     query = outcome.search.query
     stems = query_stems(query, lucene.stem)
-    rows = [(doc, result_snippet(doc, stems)) for doc in outcome.shown]
+    rows = [(doc, result_snippet(doc, stems), copies) for doc, copies in outcome.groups()]
     return render(
         request,
         "review/search.html",
@@ -452,36 +452,100 @@ def lexicons(request):
     )
 
 
+_DONE = {"release": "Released", "withhold": "Withheld", "not_relevant": "Marked not relevant:"}
+
+
+def _decision_fields(request) -> dict:
+    """The decision form's kind, end date and note; ``DecisionError`` for a bad date."""
+    until = None
+    if request.POST.get("until"):
+        try:
+            until = date.fromisoformat(request.POST["until"])
+        except ValueError:
+            raise services.DecisionError("The end date must be a date (YYYY-MM-DD).") from None
+    return {
+        "kind": request.POST.get("kind", ""),
+        "until": until,
+        "note": request.POST.get("note", ""),
+    }
+
+
+def _group_pairs(values) -> list[tuple[int, int]]:
+    """``persona-document`` id pairs of a group (repeated ``item`` parameter), in order,
+    each once, at most 200; anything else in the list is ignored."""
+    pairs: list[tuple[int, int]] = []
+    for value in values[:400]:
+        persona, _, document = str(value).partition("-")
+        ids = id_params([persona, document])
+        if len(ids) == 2 and ids not in pairs:
+            pairs.append(ids)
+    return pairs[:200]
+
+
+@require_safe
+@archivist_required
+def group(request):
+    """A group of the queue (one thread or near-duplicate cluster) read in full, each
+    document's view audited, with one decision form for the whole group."""
+    pairs = _group_pairs(request.GET.getlist("item"))
+    threads = selectors.review_queue_threads(pairs=pairs, limit=len(pairs) or 1) if pairs else []
+    items = [i for t in threads for i in t.items]
+    personas = Persona.objects.in_bulk([i.persona_id for i in items])
+    services.review_group_viewed(
+        archivist=request.user, items=[(personas[i.persona_id], i.document) for i in items]
+    )
+    return render(
+        request,
+        "review/group.html",
+        {
+            "items": items,
+            "reasons": sorted({r for t in threads for r in t.reasons}),
+            "gone": len(pairs) - len(items),
+            "today": date.today(),
+        },
+    )
+
+
+@require_POST
+@archivist_required
+def group_decide(request):
+    """Apply one decision to the documents of a group the archivist has just read (each
+    recorded and audited as its own decision)."""
+    pairs = _group_pairs(request.POST.getlist("item"))
+    personas = Persona.objects.in_bulk([p for p, _d in pairs])
+    docs = Document.objects.select_related("collection").in_bulk([d for _p, d in pairs])
+    items = [(personas[p], docs[d]) for p, d in pairs if p in personas and d in docs]
+    try:
+        outcome = services.review_decide_group(
+            archivist=request.user, items=items, **_decision_fields(request)
+        )
+    except services.DecisionError as exc:
+        messages.error(request, str(exc))
+        return redirect("review-queue")
+    n = len(outcome.decided)
+    messages.success(
+        request,
+        f"{_DONE.get(request.POST['kind'], 'Decided on')} {n} document{'s' if n != 1 else ''}.",
+    )
+    for doc, why in outcome.skipped:
+        messages.warning(request, f"Not decided: “{doc.subject or doc.docid}”: {why}.")
+    return redirect("review-queue")
+
+
 @require_POST
 @archivist_required
 def decide(request, persona_id, document_id):
     """Record the archivist's decision on a document (release, withhold, not relevant)."""
     persona = get_object_or_404(Persona, pk=persona_id)
     doc = get_object_or_404(Document, pk=document_id)
-    until = None
-    if request.POST.get("until"):
-        try:
-            until = date.fromisoformat(request.POST["until"])
-        except ValueError:
-            messages.error(request, "The end date must be a date (YYYY-MM-DD).")
-            return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     try:
         services.review_decide(
-            archivist=request.user,
-            persona=persona,
-            document=doc,
-            kind=request.POST.get("kind", ""),
-            until=until,
-            note=request.POST.get("note", ""),
+            archivist=request.user, persona=persona, document=doc, **_decision_fields(request)
         )
     except services.DecisionError as exc:
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
-    done = {
-        "release": "Released",
-        "withhold": "Withheld",
-        "not_relevant": "Marked not relevant:",
-    }.get(request.POST["kind"], "Decided on")
+    done = _DONE.get(request.POST["kind"], "Decided on")
     what = f"{done} “{doc.subject or '(no subject)'}” ({doc.docid}) for {persona.name}."
     nxt = selectors.review_queue(order=_queue_order(request), limit=1)
     messages.success(request, what + (" Below: the next document in the queue." if nxt else ""))

@@ -1,5 +1,7 @@
 """A published collection with stored classifier scores set by hand, for the review tests."""
 
+from datetime import timedelta
+
 import joblib
 import pytest
 from django.urls import reverse
@@ -10,7 +12,7 @@ from ranking import classifier
 from ranking.models import SensitivityModel
 from ranking.services import index_build
 from review import services, visibility
-from review.models import Publication, SearchLog
+from review.models import Publication, ReviewRequest, SearchLog
 
 # everyday words for synthetic mail bodies
 FILLER = [
@@ -63,6 +65,28 @@ def searcher_search(client, collection, query: str, *, follow: bool = True):
     for search in SearchLog.objects.filter(pk__gt=before):
         services.review_requests_create(search_id=search.pk)
     return response
+
+
+def review_requests_pending(persona, searcher, docs_queries):
+    """Pending review requests, as searches would have made them: (doc, query) pairs."""
+    t0 = timezone.now() - timedelta(minutes=30)
+    for n, (doc, query) in enumerate(docs_queries):
+        search = SearchLog.objects.create(
+            searcher=searcher,
+            collection=doc.collection,
+            persona=persona,
+            query=query,
+            shown=[],
+            created_at=t0 + timedelta(minutes=n),
+        )
+        ReviewRequest.objects.create(
+            search=search,
+            document=doc,
+            persona=persona,
+            rank=0,
+            p_sensitive=0.5,
+            requested_at=t0 + timedelta(minutes=n),
+        )
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ LAYER_NAMES = {CORE: "core", DATA: "data", SERVICES: "services", ENTRY: "entry p
 LAYERS = [
     # pure: numpy / scipy / scikit-learn / pyserini, no Django, no app data
     (
-        r"ranking\.(active|entities|explain|exposure|features|highlight|ltr|lucene|measures"
+        r"ranking\.(active|entities|explain|exposure|features|highlight|ltr|lucene|measures|neardup"
         r"|protection|protection_eval|runs|sensitivity|simulate|simulate_stopping|stopping|visible)",
         CORE,
     ),

@@ -15,6 +15,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from annotate.parsing import MAX_DOCID_LENGTH, Issue, id_problem
 from annotate.parsing.emails import (
@@ -104,12 +105,45 @@ def _is_maildir(path: Path) -> bool:
 
 
 def _iter_dir(root: Path, limits: Limits) -> Iterator[EmailItem | Issue]:
+    for entry in iter_dir_files(root):
+        if isinstance(entry, Issue):
+            yield entry
+        else:
+            yield from _read_unit(entry, limits)
+
+
+class FolderUnit(NamedTuple):
+    """One unit of a folder's import: a mail file, or a whole Maildir (``maildir``)."""
+
+    path: Path
+    label: str
+    folder: str
+    maildir: bool = False
+
+
+def _read_unit(unit: FolderUnit, limits: Limits) -> Iterator[EmailItem | Issue]:
+    if unit.maildir:
+        return iter_maildir(unit.path, unit.label, unit.folder, limits)
+    return _iter_file(unit.path, unit.label, limits, unit.folder)
+
+
+def parse_file_job(job: tuple[FolderUnit, Limits]) -> list[EmailItem | Issue]:
+    """Parse one unit of a folder in a worker process: ``(unit, limits)`` -> items
+    (``annotate.importers.collection_import_emails`` with ``workers``)."""
+    unit, limits = job
+    return list(_read_unit(unit, limits))
+
+
+def iter_dir_files(root: Path) -> Iterator[FolderUnit | Issue]:
+    """The units of a folder an import reads (mail files, and Maildirs as one unit each), in
+    reading order, and an ``Issue`` for each file it skips (links, suffixes that are not
+    mail; dot files aside)."""
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = Path(dirpath)
         rel_dir = here.relative_to(root)
         folder = join_folder(*(folder_name(p) for p in rel_dir.parts))
         if _is_maildir(here):
-            yield from iter_maildir(here, f"{root.name}/{rel_dir.as_posix()}", folder, limits)
+            yield FolderUnit(here, f"{root.name}/{rel_dir.as_posix()}", folder, maildir=True)
             # cur/new/tmp were read (tmp holds deliveries not finished: never read); its
             # Maildir++ subfolders (".Sent") are walked as folders of their own.
             dirnames[:] = sorted(d for d in dirnames if d.startswith(".") and _is_maildir(here / d))
@@ -127,7 +161,7 @@ def _iter_dir(root: Path, limits: Limits) -> Iterator[EmailItem | Issue]:
             if full.suffix.lower() in IGNORED_SUFFIXES:
                 yield Issue(rel, "", f"{full.suffix} files are not messages", "skipped")
                 continue
-            yield from _iter_file(full, rel, limits, folder)
+            yield FolderUnit(full, rel, folder)
 
 
 def iter_maildir(path: Path, label: str, folder: str, limits: Limits):

@@ -6,7 +6,9 @@ groups by. The method follows Zawinski's threading algorithm (the one most mail 
 and RFC 5256's REFERENCES): messages linked by their headers share a thread, whether or not
 every message between them is in the collection; messages with no such link join the thread
 of others with the same subject once the prefixes ("Re:", "Fwd:", "AW:", ...) are removed,
-and only when one of them *is* a reply or forward (two unrelated "Minutes" stay apart).
+and only when one of them *is* a reply or forward (two unrelated "Minutes" stay apart) and,
+where addresses are known, only messages that share a participant (other people's "Salary
+review" stays apart).
 """
 
 import hashlib
@@ -82,6 +84,9 @@ class ThreadInput(NamedTuple):
     references: tuple[str, ...]
     subject: str
     sort_key: tuple = ()  # (date, docid): the earliest message names the thread
+    # Addresses of sender and recipients: a subject joins only messages that share one (two
+    # teams' "Salary review" threads stay apart). Empty: the subject alone decides.
+    participants: frozenset = frozenset()
 
 
 class _UnionFind:
@@ -137,16 +142,20 @@ def assign_threads(messages: Iterable[ThreadInput]) -> dict[object, str]:
         if not links:
             unlinked.append((m, own))
     # Subjects: only for messages whose headers link them to nothing.
-    by_subject: dict[str, list[tuple[str, bool]]] = {}
+    by_subject: dict[str, list[tuple[str, bool, frozenset]]] = {}
     for m, own in unlinked:
         subject, replied = base_subject(m.subject)
         if subject:
-            by_subject.setdefault(subject, []).append((own, replied))
+            by_subject.setdefault(subject, []).append((own, replied, m.participants))
     for subject, members in by_subject.items():
-        if len(members) > 1 and any(replied for _own, replied in members):
-            anchor = f"s:{subject}"
-            for own, _replied in members:
-                uf.union(own, anchor)
+        if len(members) > 1 and any(replied for _own, replied, _p in members):
+            everyone = [f"s:{subject}:{p}" for _o, _r, ps in members for p in ps]
+            for own, _replied, participants in members:
+                # joined through each address it shares with another message of the subject;
+                # a message whose addresses are unknown cannot tell, so the subject decides
+                anchors = [f"s:{subject}:{p}" for p in participants] or everyone
+                for anchor in anchors or [f"s:{subject}"]:
+                    uf.union(own, anchor)
     # Name each thread after its earliest message (one find and one hash per thread).
     roots: dict[object, str] = {}
     earliest: dict[str, tuple[tuple, str]] = {}

@@ -297,3 +297,24 @@ def test_every_importer_reports_a_missing_file(collection, tmp_path, fmt):
     report = _run(collection, fmt, tmp_path / "nope.txt")
     assert report.errors and report.created == 0
     assert "no such file" in report.errors[0].reason.lower()
+
+
+def test_parsing_in_parallel_stores_what_one_process_stores(db, tmp_path):
+    from bench.mailgen import generate
+
+    mail = tmp_path / "mail"
+    generate(mail, 300, per_file=60)
+    (mail / "notes.md").write_text("not mail")
+    (mail / "broken.mbox").write_bytes(b"not an mbox\n")
+    reports, stored = [], []
+    for workers in (1, 2):
+        c = Collection.objects.create(name=f"w{workers}", slug=f"w{workers}")
+        reports.append(services.import_run(collection=c, fmt="emails", path=mail, workers=workers))
+        stored.append(
+            list(c.documents.order_by("id").values_list("docid", "subject", "content_hash"))
+        )
+        again = services.import_run(collection=c, fmt="emails", path=mail, workers=workers)
+        assert again.created == 0 and again.unchanged == 300
+    assert stored[0] == stored[1] and len(stored[0]) == 300
+    assert [str(i) for i in reports[0].issues] == [str(i) for i in reports[1].issues]
+    assert any("not an mbox" in str(i) for i in reports[1].issues)

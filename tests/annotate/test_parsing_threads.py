@@ -83,3 +83,19 @@ def test_reference_lists_keep_the_root_and_the_nearest_ancestors_only():
     assert kept[0] == "m0@x" and kept[-1] == "m499@x"
     assert normalise_id("  <abc@x> ") == "abc@x"
     assert normalise_id("not an id") == ""
+
+
+def test_a_subject_joins_only_messages_that_share_a_participant():
+    def m(key, subject, *people):
+        return _m(key, f"{key}@x", subject)._replace(participants=frozenset(people))
+
+    keys = assign_threads(
+        [
+            m(1, "Salary review", "ann@corp", "bob@corp"),
+            m(2, "Re: salary review", "bob@corp", "cat@corp"),
+            m(3, "Salary review", "eve@else", "fay@else"),  # another team's
+            m(4, "RE: Salary review", "fay@else", "gus@else"),
+        ]
+    )
+    assert keys[1] == keys[2] and keys[3] == keys[4]
+    assert keys[1] != keys[3]

@@ -2,42 +2,20 @@
 truth about documents the current classifier has not scored, and the home page of each
 role drawn from the data."""
 
-from datetime import timedelta
-
 import joblib
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
 from annotate.models import Collection
+from annotate.threads import collection_threads_assign
 from ranking import classifier
 from ranking.models import SensitivityModel
 from review import selectors, visibility
-from review.models import Publication, ReviewRequest, SearchLog
+from review.models import Publication, ReviewRequest
+from tests.reviewkit import review_requests_pending
 
 pytestmark = pytest.mark.lucene
-
-
-def _ask(persona, searcher, docs_queries):
-    """Pending review requests, as searches would have made them: (doc, query) pairs."""
-    t0 = timezone.now() - timedelta(minutes=30)
-    for n, (doc, query) in enumerate(docs_queries):
-        search = SearchLog.objects.create(
-            searcher=searcher,
-            collection=doc.collection,
-            persona=persona,
-            query=query,
-            shown=[],
-            created_at=t0 + timedelta(minutes=n),
-        )
-        ReviewRequest.objects.create(
-            search=search,
-            document=doc,
-            persona=persona,
-            rank=0,
-            p_sensitive=0.5,
-            requested_at=t0 + timedelta(minutes=n),
-        )
 
 
 def _thread_docs(docs):
@@ -52,7 +30,9 @@ def _thread_docs(docs):
         doc.from_header = f"{sender.split('@')[0].title()} <{sender}>"
         doc.addresses = {"from": sender, "to": to}
         doc.body = f"On Monday Ann wrote:\n> quoted words\n\nThe figures for {subject} are in."
+        doc.in_reply_to, doc.references = "", []  # no header links: the subjects decide
         doc.save()
+    collection_threads_assign(collection=a.collection)  # as an import does
     return a, b, c, d
 
 
@@ -62,8 +42,10 @@ def test_the_queue_groups_threads_and_shows_sender_date_snippet_and_why(
     c, persona, docs, kinds = published
     # the thread's two messages among those the classifier is unsure of (P 0.5)
     a, b, cc, d = _thread_docs(sorted(docs, key=lambda x: kinds[x.pk] != "uncertain"))
-    _ask(persona, users["searcher"], [(a, "salary"), (d, "lunch"), (b, "pay rise"), (cc, "x")])
-    _ask(persona, users["searcher"], [(a, "salary 2002")])
+    review_requests_pending(
+        persona, users["searcher"], [(a, "salary"), (d, "lunch"), (b, "pay rise"), (cc, "x")]
+    )
+    review_requests_pending(persona, users["searcher"], [(a, "salary 2002")])
     with django_assert_max_num_queries(7):  # a fixed number, whatever the queue holds
         threads = selectors.review_queue_threads()
         assert all(i.document.subject for t in threads for i in t.items)
@@ -75,7 +57,7 @@ def test_the_queue_groups_threads_and_shows_sender_date_snippet_and_why(
     assert first.snippet == f"The figures for {a.subject} are in."  # no quote, no intro line
 
     html = login(users["archivist"]).get(reverse("review-queue")).content.decode()
-    assert "4 documents waiting, in 3 threads." in html
+    assert "4 documents waiting, in 3 groups (threads and near-duplicates)." in html
     assert html.count('class="thread"') == 3 and "2 in the queue" in html
     section = html[html.index("Salary review") : html.index("Lunch")]
     for text in ("Ann &lt;ann@corp.example&gt;", "Bob &lt;bob@corp.example&gt;", "quoted") + (
@@ -112,7 +94,7 @@ def test_a_document_imported_after_the_training_is_not_called_classifier_less(
     joblib.dump(stored, model.path)
     classifier._stored.cache_clear()
     visibility.forget()
-    _ask(persona, users["searcher"], [(newcomer, "anything")])
+    review_requests_pending(persona, users["searcher"], [(newcomer, "anything")])
     archivist = login(users["archivist"])
     page = archivist.get(reverse("review-item", args=[persona.pk, newcomer.pk])).content.decode()
     assert "not yet scored by the current classifier (version 1)" in page
@@ -140,7 +122,9 @@ def test_each_role_sees_on_home_what_it_can_do_from_the_data(published, login, u
 
     archivist = login(users["archivist"])
     assert "Nothing is waiting for review" in archivist.get(reverse("home")).content.decode()
-    _ask(persona, users["searcher"], [(docs[0], "a"), (docs[1], "b"), (docs[0], "c")])
+    review_requests_pending(
+        persona, users["searcher"], [(docs[0], "a"), (docs[1], "b"), (docs[0], "c")]
+    )
     html = archivist.get(reverse("home")).content.decode()
     assert "2 documents waiting for review" in html and "for 3 searches" in html
     html = login(users["lead"]).get(reverse("home")).content.decode()
