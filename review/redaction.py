@@ -31,6 +31,8 @@ from review.audit import audit
 from review.models import Redaction, RedactionReason
 
 FIELDS = ("subject", "body")
+# Shown to searchers beside them: a redacted word goes from these too (never spans of their own).
+HEADERS = ("from_header", "to_header", "cc_header", "bcc_header")
 
 
 class RedactionError(ValueError):
@@ -94,9 +96,25 @@ def searcher_copy(document: Document, redaction: Redaction | None) -> Document:
     doc = copy.copy(document)
     for field, text in redacted_fields(document, redaction).items():
         setattr(doc, field, text)
+    # What the spans hid is hidden wherever a searcher could read it: the headers a page
+    # shows and the attachments (their names and text), not only the subject and body.
+    secrets = redacted_secrets(document, redaction)
+    for field in HEADERS:
+        setattr(doc, field, recognisers.redact_everywhere(getattr(document, field), secrets))
+    doc.shown_attachments = [
+        _attachment_copy(a, secrets) for a in document.attachments.all().order_by("position")
+    ]
     doc.redacted = True
     doc.save = doc.delete = _read_only  # a copy for reading: never written back
     return doc
+
+
+def _attachment_copy(attachment: Attachment, secrets: set[str]) -> Attachment:
+    shown = copy.copy(attachment)
+    shown.filename = recognisers.redact_everywhere(attachment.filename, secrets)
+    shown.text = recognisers.redact_everywhere(attachment.text, secrets)
+    shown.save = shown.delete = _read_only
+    return shown
 
 
 def _read_only(*args, **kwargs):

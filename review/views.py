@@ -375,7 +375,13 @@ def redact(request, persona_id, document_id):
         f"Released a redacted copy of “{doc.subject or '(no subject)'}” ({doc.docid}) for "
         f"{persona.name}: {len(made.spans)} span(s) redacted, version {made.version}.",
     )
-    nxt = selectors.review_queue(order=_queue_order(request), limit=1)
+    return _next_in_queue(request)
+
+
+def _next_in_queue(request, nxt=None):
+    """Go on to the next document of the archivist's queue, or to the queue when it is empty."""
+    if nxt is None:
+        nxt = selectors.review_queue(order=_queue_order(request), limit=1)
     if nxt:
         return redirect(
             "review-item", persona_id=nxt[0]["persona_id"], document_id=nxt[0]["document_id"]
@@ -549,11 +555,7 @@ def decide(request, persona_id, document_id):
     what = f"{done} “{doc.subject or '(no subject)'}” ({doc.docid}) for {persona.name}."
     nxt = selectors.review_queue(order=_queue_order(request), limit=1)
     messages.success(request, what + (" Below: the next document in the queue." if nxt else ""))
-    if nxt:
-        return redirect(
-            "review-item", persona_id=nxt[0]["persona_id"], document_id=nxt[0]["document_id"]
-        )
-    return redirect("review-queue")
+    return _next_in_queue(request, nxt)
 
 
 @require_safe

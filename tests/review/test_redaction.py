@@ -21,13 +21,30 @@ NUMBER = "8876543210"
 
 
 @pytest.fixture
-def account(published, users):
+def everywhere():
+    """Whether ``account`` also writes the number in a header and a text attachment."""
+    return False
+
+
+@pytest.fixture
+def account(published, users, everywhere):
     """A safe document that mentions an account number (twice) and a rare word."""
     c, persona, docs, kinds = published
     doc = next(d for d in docs if kinds[d.pk] == "safe")
     doc.subject = f"{doc.subject} acct {NUMBER}"
     doc.body = f"{doc.body}\nPlease pay into account no. {NUMBER} quickly, zebraword."
-    doc.save(update_fields=["subject", "body"])
+    if everywhere:
+        doc.body += f"\nAgain: {NUMBER[:5]} {NUMBER[5:]}."
+        doc.to_header = f"Billing <acct-{NUMBER}@bank.example>"
+        Attachment.objects.create(
+            document=doc,
+            position=1,
+            filename=f"statement-{NUMBER}.txt",
+            content_type="text/plain",
+            is_text=True,
+            text=f"Statement for account {NUMBER}, quokkaword balance due",
+        )
+    doc.save(update_fields=["subject", "body", "to_header"])
     index_build(collection_id=c.pk, force=True)
     collection_entities_detect(collection_id=c.pk)  # what the import does
     c.refresh_from_db()
@@ -77,21 +94,11 @@ def test_the_redacted_number_is_in_no_searcher_statistic_page_or_result(account,
     assert event.detail["version"] == 1 and len(event.detail["spans"]) == 2
 
 
+@pytest.mark.parametrize("everywhere", [True])
 def test_every_occurrence_of_a_redacted_number_goes_attachments_included(account, login, users):
     """The archivist ticks one occurrence; the number also sits in the subject, written with
     a space in the body, and in a text attachment: none of them stays searchable."""
     c, persona, doc = account
-    doc.body += f"\nAgain: {NUMBER[:5]} {NUMBER[5:]}."
-    doc.save(update_fields=["body"])
-    Attachment.objects.create(
-        document=doc,
-        position=1,
-        filename="statement.txt",
-        content_type="text/plain",
-        is_text=True,
-        text=f"Statement for account {NUMBER}, quokkaword balance due",
-    )
-    index_build(collection_id=c.pk, force=True)
     assert [h.docid for h in visibility.view(c.publication).search(NUMBER, 10)] == [doc.docid]
     first = re.search(NUMBER, doc.body)
     spans = [
@@ -114,8 +121,13 @@ def test_every_occurrence_of_a_redacted_number_goes_attachments_included(account
     assert view.search(NUMBER, 10) == [] and view.search(NUMBER[5:], 10) == []
     assert [h.docid for h in view.search("quokkaword", 10)] == [doc.docid]
     searcher = login(users["searcher"])
+    results = searcher_search(searcher, c, "quokkaword").content.decode()
+    assert reverse("searcher-document", args=[c.slug, doc.pk]) in results
+    assert NUMBER not in results
     page = searcher.get(reverse("searcher-document", args=[c.slug, doc.pk])).content.decode()
+    # not in the body, the headers, the attachment's name or its text
     assert NUMBER not in page and NUMBER[5:] not in page
+    assert "Billing" in page and "quokkaword" in page and "statement-" in page
 
 
 def test_a_redacted_documents_other_words_keep_their_statistics(account, users):
