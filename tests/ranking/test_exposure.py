@@ -9,9 +9,10 @@ import pytest
 
 from ranking import exposure, lucene
 from ranking.visible import Postings, VisibleIndex
+from tests.conftest import needs_shared_data
 from tests.ranking.test_visible import _cacm
 
-pytestmark = pytest.mark.lucene
+pytestmark = [pytest.mark.lucene, needs_shared_data("cacm", "cacm.all")]
 
 
 @pytest.fixture(scope="module")
