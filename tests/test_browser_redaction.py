@@ -3,6 +3,7 @@ highlighted, jumps to it with e, releases a redacted copy with x; the searcher f
 message by another word, sees the redaction mark, and a search for the number finds
 nothing."""
 
+import importlib
 import os
 import time
 
@@ -11,7 +12,7 @@ from django.urls import reverse
 
 from annotate.entities import collection_entities_detect
 from ranking.services import index_build
-from review.models import Redaction
+from review.models import Redaction, RedactionReason
 from tests.browserkit import login, needs_chromium, wait_for, watch
 
 pytestmark = [
@@ -29,6 +30,10 @@ def test_archivist_redacts_an_account_number_and_the_searcher_cannot_find_it(
     browser, live_server, published, users
 ):
     c, persona, docs, kinds = published
+    # a live-server test before this one flushed the reasons the migration seeds
+    seeded = importlib.import_module("review.migrations.0005_redaction_reasons_default")
+    for code, label in seeded.REASONS:
+        RedactionReason.objects.get_or_create(code=code, defaults={"label": label})
     doc = next(d for d in docs if kinds[d.pk] == "safe")
     doc.body = f"Please pay the zebraword invoice into account no. {NUMBER} today.\n{doc.body}"
     doc.save(update_fields=["body"])
@@ -54,9 +59,9 @@ def test_archivist_redacts_an_account_number_and_the_searcher_cannot_find_it(
     assert box.is_checked()  # suggested: found with a strict format
     archivist.screenshot(path=str(_shots() / "review-redaction.png"))
     archivist.keyboard.press("x")  # release the redacted copy
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # the release retrains nothing, but CI's machine is busy
     while not Redaction.objects.filter(document=doc).exists():
-        assert time.monotonic() < deadline, "the redaction was not stored"
+        assert time.monotonic() < deadline, ("the redaction was not stored", events, archivist.url)
         time.sleep(0.1)
     archivist.wait_for_load_state("load")
     made = Redaction.objects.get(document=doc)
