@@ -1,7 +1,11 @@
 // Small keyboard helpers; everything works without them. No inline script anywhere (CSP).
 document.addEventListener("keydown", (event) => {
   const tag = (event.target.tagName || "").toLowerCase();
-  if (tag === "input" || tag === "textarea" || tag === "select") return;
+  // Typing goes to the field; a focused radio or checkbox (the judging page focuses its first
+  // answer) takes no letters, so the page's keys still work there.
+  const typing = tag === "textarea" || tag === "select" ||
+    (tag === "input" && !["radio", "checkbox"].includes(event.target.type));
+  if (typing) return;
   if (event.ctrlKey || event.metaKey || event.altKey) return;
   if (document.querySelector("dialog[open]")) return;  // keys belong to the open dialog
   if (event.key === "/") {
