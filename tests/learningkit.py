@@ -137,6 +137,29 @@ def learning_project(tmp_path, annotator, name: str = "Learning"):
     return project, topic, truth
 
 
+def plan_seeded_and_judged(project, topic, truth, annotator, *, budget: int, judged: int = 10):
+    """A collection-wide plan on ``topic`` seeded with two relevant and two not relevant
+    documents, stepped once and ``judged`` of its tasks judged by ``annotator`` (then stepped
+    again)."""
+    from ranking.models import LearningPlan
+
+    docs = {d.docid: d for d in Document.objects.filter(collection=project.collection)}
+    for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
+        learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=int(docid in truth))
+    plan = learning.learning_plan_create(
+        project=project,
+        topic=topic,
+        budget=budget,
+        candidates=LearningPlan.Candidates.COLLECTION,
+        batch_size=5,
+    )
+    learning.learning_step(plan_id=plan.pk)
+    for _ in range(judged):
+        judge_next(project, annotator, truth)
+    learning.learning_step(plan_id=plan.pk)
+    return plan
+
+
 @pytest.fixture
 def plan_setup(worker_env, tmp_path, make_user, client):
     annotator = make_user("al-worker-annotator", roles.ANNOTATOR)

@@ -8,8 +8,8 @@ from django.urls import reverse
 from annotate import roles
 from annotate.models import Document, Task
 from ranking import check_samples, learning, selectors
-from ranking.models import CheckSample, LearningPlan
-from tests.learningkit import judge_next, learning_project
+from ranking.models import CheckSample
+from tests.learningkit import judge_next, learning_project, plan_seeded_and_judged
 
 pytestmark = [pytest.mark.lucene]
 
@@ -18,20 +18,7 @@ pytestmark = [pytest.mark.lucene]
 def plan_world(db, tmp_path, make_user):
     annotator = make_user("check-annotator", roles.ANNOTATOR)
     project, topic, truth = learning_project(tmp_path, annotator)
-    docs = {d.docid: d for d in Document.objects.filter(collection=project.collection)}
-    for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
-        learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=int(docid in truth))
-    plan = learning.learning_plan_create(
-        project=project,
-        topic=topic,
-        budget=40,
-        candidates=LearningPlan.Candidates.COLLECTION,
-        batch_size=5,
-    )
-    learning.learning_step(plan_id=plan.pk)
-    for _ in range(10):
-        judge_next(project, annotator, truth)
-    learning.learning_step(plan_id=plan.pk)
+    plan = plan_seeded_and_judged(project, topic, truth, annotator, budget=40)
     return project, plan, annotator, truth
 
 
