@@ -63,6 +63,7 @@ def main() -> int:
     parser.add_argument("--depth", type=int, default=200)
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--hidden-brute", action="store_true", help="also a hidden document")
+    parser.add_argument("--profile", action="store_true", help="cProfile the timed loop")
     parser.add_argument(
         "--generate-from", type=int, default=0, help="generate candidates from the first N (0: all)"
     )
@@ -135,11 +136,20 @@ def main() -> int:
 
     fast(sample[0])  # the searcher's first query from Python
     seconds, found = [], {}
+    if args.profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     for d in sample:
         t0 = time.perf_counter()
         found[d] = fast(d)
         seconds.append(time.perf_counter() - t0)
 
+    if args.profile:
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
     ms = [s * 1000 for s in seconds]
     print(
         f"reverse search + verification (warm): median {statistics.median(ms):.0f} ms, "

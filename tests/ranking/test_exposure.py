@@ -2,6 +2,7 @@
 that running every candidate through the searcher's ranker gives (brute force), for visible
 and hidden documents; RELQ follows the paper's equations."""
 
+import mailbox
 import math
 
 import numpy as np
@@ -9,17 +10,45 @@ import pytest
 
 from ranking import exposure, lucene
 from ranking.visible import Postings, VisibleIndex
-from tests.conftest import needs_shared_data
+from tests.conftest import SHARED_DATA
 from tests.ranking.test_visible import _cacm
 
-pytestmark = [pytest.mark.lucene, needs_shared_data("cacm", "cacm.all")]
+pytestmark = [pytest.mark.lucene]
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    """300 CACM abstracts, a third of them hidden, their generated candidate queries plus
-    a few typed ones, and the Lucene index of those candidates."""
-    docs = _cacm(300)
+def _mail(n, folder):
+    """``n`` messages of bench/mailgen's synthetic mailboxes (threads, quoted replies, a
+    social graph), subject and plain-text body: the collection when ../shared/data is not
+    there, so the exactness tests run on every machine."""
+    from bench.mailgen import generate
+
+    generate(folder, n, seed=7)
+    docs = []
+    for path in sorted(folder.glob("*.mbox")):
+        for message in mailbox.mbox(path):
+            body = next(
+                (
+                    p.get_payload(decode=True).decode("utf-8", "replace")
+                    for p in message.walk()
+                    if p.get_content_type() == "text/plain"
+                ),
+                "",
+            )
+            docs.append((str(message["Message-ID"]), f"{message['Subject']}\n\n{body}"))
+    return docs[:n]
+
+
+@pytest.fixture(scope="module", params=["cacm", "mail"])
+def small(request, tmp_path_factory):
+    """300 CACM abstracts (or 300 generated email messages), a third of them hidden, their
+    generated candidate queries plus a few typed ones, and the Lucene index of those
+    candidates."""
+    if request.param == "cacm":
+        if not (SHARED_DATA / "cacm" / "cacm.all").exists():
+            pytest.skip("../shared/data/cacm is absent (reference collections not available)")
+        docs = _cacm(300)
+    else:
+        docs = _mail(300, tmp_path_factory.mktemp("mail"))
     postings = Postings.build((d, lucene.analyze(t)) for d, t in docs)
     hidden = {d for i, (d, _t) in enumerate(docs) if i % 3 == 0}
     rows = postings.rows([d for d, _t in docs if d not in hidden])
