@@ -281,6 +281,23 @@ class Trained:
 GRID = {"C": [0.1, 1.0, 10.0, 100.0], "class_weight": [None, "balanced"]}
 
 
+def threshold_fbeta(y, scores, thresholds, *, beta: float) -> np.ndarray:
+    """F-beta of calling ``scores >= t`` sensitive, for every t of ``thresholds`` at once:
+    sklearn's ``fbeta_score(y, scores >= t, beta=beta, zero_division=0)``, same formula
+    ((1 + beta^2) tp / (beta^2 positives + predicted)), from two sorted arrays instead of one
+    pass over the labels per threshold (a fifth of training at 10,000 labels)."""
+    y = np.asarray(y, dtype=int)
+    scores = np.asarray(scores, dtype=np.float64)
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    ordered = np.sort(scores)
+    ordered_positive = np.sort(scores[y == 1])
+    predicted = len(ordered) - np.searchsorted(ordered, thresholds, side="left")
+    tp = len(ordered_positive) - np.searchsorted(ordered_positive, thresholds, side="left")
+    beta2 = beta**2
+    denom = beta2 * float(len(ordered_positive)) + predicted.astype(np.float64)
+    return np.where(denom > 0, (1 + beta2) * tp.astype(np.float64) / np.maximum(denom, 1), 0.0)
+
+
 def train(matrix, labels, names: list[str], *, objective: str = "f1", seed: int = 0) -> Trained:
     """Grid-search, calibrate and tune the threshold of a persona's classifier."""
     from sklearn.calibration import CalibratedClassifierCV
@@ -319,7 +336,7 @@ def train(matrix, labels, names: list[str], *, objective: str = "f1", seed: int 
     oof = cross_val_predict(calibrated, matrix, y, cv=cv, method="predict_proba")[:, 1]
     calibrated = CalibratedClassifierCV(best, method="sigmoid", cv=cv)
     thresholds = np.unique(np.round(oof, 4))
-    scores = [fbeta_score(y, oof >= t, beta=beta, zero_division=0) for t in thresholds]
+    scores = threshold_fbeta(y, oof, thresholds, beta=beta)
     threshold = float(thresholds[int(np.argmax(scores))]) if len(thresholds) else 0.5
     predicted = (oof >= threshold).astype(int)
     calibrated.fit(matrix, y)

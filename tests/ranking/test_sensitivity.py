@@ -176,3 +176,20 @@ def test_a_calibrated_classifiers_weights_are_the_mean_over_its_folds():
     expected = np.mean([f.estimator.coef_.ravel() for f in model.calibrated_classifiers_], axis=0)
     assert s.coefficients(model) == pytest.approx(expected)
     assert s.coefficients(model)[0] > 0 and np.argmax(np.abs(s.coefficients(model))) == 0
+
+
+@pytest.mark.parametrize("beta", [1.0, 2.0])
+def test_the_threshold_scan_equals_sklearns_fbeta_at_every_threshold(beta):
+    from sklearn.metrics import fbeta_score
+
+    rng = np.random.default_rng(3)
+    y = (rng.random(2000) < 0.1).astype(int)
+    scores = np.round(np.clip(rng.normal(0.2 + 0.4 * y, 0.2), 0, 1), 3)  # many ties
+    thresholds = np.unique(np.round(scores, 4))
+    expected = [fbeta_score(y, scores >= t, beta=beta, zero_division=0) for t in thresholds]
+    got = s.threshold_fbeta(y, scores, thresholds, beta=beta)
+    assert np.array_equal(got, np.array(expected))
+    assert int(np.argmax(got)) == int(np.argmax(expected))
+    # nothing predicted sensitive, or no positives: 0 as sklearn's zero_division=0
+    assert s.threshold_fbeta([0, 0, 1], [0.1, 0.2, 0.3], [0.9], beta=beta)[0] == 0.0
+    assert s.threshold_fbeta([0, 0], [0.1, 0.2], [0.1], beta=beta)[0] == 0.0
