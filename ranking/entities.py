@@ -408,6 +408,16 @@ def secret_pattern(secret: str) -> re.Pattern | None:
     return re.compile(edge_l + body + edge_r, re.IGNORECASE)
 
 
+def secret_key(secret: str) -> str:
+    """The form under which ``secret_pattern`` finds ``secret``: its words lower-cased and
+    joined by one space, a number's digits joined (``"1234 5678"`` and ``"12345678"`` are
+    one secret); empty when it holds no letter or digit."""
+    chunks = re.findall(r"[^\W_]+", secret.lower())
+    if chunks and all(c.isdigit() for c in chunks):
+        return "".join(chunks)
+    return " ".join(chunks)
+
+
 def redact_everywhere(text: str, secrets: Iterable[str]) -> str:
     """Return ``text`` with every occurrence of each of ``secrets`` redacted (``redact``).
 

@@ -23,7 +23,7 @@ from ranking import explain, lucene
 from ranking.classifier import stored_scores
 from ranking.highlight import query_stems
 from ranking.services import result_snippet
-from review import exposure, redaction, selectors, services
+from review import copies, exposure, redaction, selectors, services
 from review.audit import audit_described
 from review.models import AuditEvent, Decision, Exposure, Publication, SearchLog
 
@@ -307,6 +307,7 @@ def _redaction_context(doc, persona) -> dict:
     """The review page's entity highlights, legend and redaction form (``_redaction.html``)."""
     view = entities.document_entity_view(document=doc, persona=persona)
     history = redaction.redaction_history(persona=persona, document=doc)
+    found = copies.copies_of(persona=persona, document=doc)
     return {
         "highlighted_body": view.highlighted_body,
         "entity_legend": view.legend,
@@ -317,6 +318,9 @@ def _redaction_context(doc, persona) -> dict:
         "reasons": redaction.reasons(),
         "redaction_now": history[0] if history and history[0].spans else None,
         "redaction_history": history,
+        "copies": found,
+        "copies_todo": sum(not c.redacted for c in found),
+        "held_elsewhere": copies.held_elsewhere(persona=persona, document=doc),
     }
 
 
@@ -375,7 +379,44 @@ def redact(request, persona_id, document_id):
         f"Released a redacted copy of “{doc.subject or '(no subject)'}” ({doc.docid}) for "
         f"{persona.name}: {len(made.spans)} span(s) redacted, version {made.version}.",
     )
+    found = [c for c in copies.copies_of(persona=persona, document=doc) if not c.redacted]
+    if found:
+        messages.warning(
+            request,
+            f"{len(found)} other document{'s' if len(found) != 1 else ''} of the collection "
+            "hold the words you redacted: see “Copies of the redacted words” below.",
+        )
+        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     return _next_in_queue(request)
+
+
+@require_POST
+@archivist_required
+def redact_copies(request, persona_id, document_id):
+    """Give the chosen copies of a document's redacted words the same redaction (same
+    reason), each its own audited version."""
+    persona = get_object_or_404(Persona, pk=persona_id)
+    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
+    ids = id_params(request.POST.getlist("copy"))
+    if not ids:
+        messages.error(request, "No copies were chosen: tick the documents to redact.")
+        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+    try:
+        done = copies.redact_copies(archivist=request.user, persona=persona, document=doc, ids=ids)
+    except redaction.RedactionError as exc:
+        messages.error(request, str(exc))
+        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+    n = len(done["redacted"])
+    messages.success(
+        request, f"The same redaction is now in {n} other document{'s' if n != 1 else ''}."
+    )
+    if done["headers_only"]:
+        messages.info(
+            request,
+            f"{len(done['headers_only'])} hold the words only in headers or attachments: "
+            "searchers see them redacted there, no span was added.",
+        )
+    return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
 
 
 def _next_in_queue(request, nxt=None):
@@ -521,6 +562,19 @@ def group_decide(request):
     personas = Persona.objects.in_bulk([p for p, _d in pairs])
     docs = Document.objects.select_related("collection").in_bulk([d for _p, d in pairs])
     items = [(personas[p], docs[d]) for p, d in pairs if p in personas and d in docs]
+    held = []
+    if request.POST.get("kind") == "release":
+        # words redacted elsewhere: released only on the document's own page, by a choice
+        held = [(p, d) for p, d in items if copies.held_elsewhere(persona=p, document=d)]
+        items = [i for i in items if i not in held]
+    for _p, doc in held:
+        messages.warning(
+            request,
+            f"Not released: “{doc.subject or doc.docid}” holds words redacted in another "
+            "document; release it on its own page, redacted or readable.",
+        )
+    if held and not items:
+        return redirect("review-queue")
     try:
         outcome = services.review_decide_group(
             archivist=request.user, items=items, **_decision_fields(request)
@@ -543,12 +597,28 @@ def group_decide(request):
 def decide(request, persona_id, document_id):
     """Record the archivist's decision on a document (release, withhold, not relevant)."""
     persona = get_object_or_404(Persona, pk=persona_id)
-    doc = get_object_or_404(Document, pk=document_id)
+    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
     try:
-        services.review_decide(
-            archivist=request.user, persona=persona, document=doc, **_decision_fields(request)
-        )
-    except services.DecisionError as exc:
+        fields = _decision_fields(request)
+        held = fields["kind"] == "release" and copies.held_elsewhere(persona=persona, document=doc)
+        if held:
+            # never released silently with words redacted elsewhere: a person chooses
+            if request.POST.get("elsewhere") not in ("redact", "show"):
+                words = ", ".join(f"“{e['text']}”" for e in held)
+                raise services.DecisionError(
+                    f"Not released: it holds {words}, redacted in another document. Choose "
+                    "to redact it here too, or to release it readable."
+                )
+            copies.release_with_elsewhere(
+                archivist=request.user,
+                persona=persona,
+                document=doc,
+                choice=request.POST["elsewhere"],
+                note=fields["note"],
+            )
+        else:
+            services.review_decide(archivist=request.user, persona=persona, document=doc, **fields)
+    except (services.DecisionError, redaction.RedactionError) as exc:
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     done = _DONE.get(request.POST["kind"], "Decided on")

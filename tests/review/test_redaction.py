@@ -201,3 +201,95 @@ def test_a_bad_span_is_refused_with_what_was_wrong(account, users, spans, error)
             archivist=users["archivist"], persona=persona, document=doc, spans=spans
         )
     assert not Redaction.objects.exists()
+
+
+# --- copies: near-duplicates, quotes, forwards -----------------------------------------------
+
+
+@pytest.fixture
+def copy_pair(published, users):
+    """Two safe documents (visible to searchers): D with the account number, and D2, a
+    reply quoting it (the number written in upper-case context, with another rare word)."""
+    c, persona, docs, kinds = published
+    doc, quote = [d for d in docs if kinds[d.pk] == "safe"][:2]
+    doc.body = f"{doc.body}\nPlease pay into account no. {NUMBER} quickly, zebraword."
+    doc.save(update_fields=["body"])
+    quote.body = f"{quote.body}\n> PLEASE PAY INTO ACCOUNT NO. {NUMBER} QUICKLY\nwombatword"
+    quote.save(update_fields=["body"])
+    index_build(collection_id=c.pk, force=True)
+    c.refresh_from_db()
+    return c, persona, doc, quote
+
+
+def test_a_redacted_number_is_not_found_through_a_released_quoting_copy(copy_pair, users):
+    """The attacker test: D is redacted and released, D2 (quoting D) released as it is (no
+    one looked at it): the searcher's search for the number finds nothing. Without the
+    collection-wide hiding (``elsewhere`` ignored in ``review.redaction.redacted_rows``) it
+    finds D2."""
+    c, persona, doc, quote = copy_pair
+    assert {h.docid for h in visibility.view(c.publication).search(NUMBER, 10)} == {
+        doc.docid,
+        quote.docid,
+    }
+    _redact(users, persona, doc)
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=quote, kind="release"
+    )
+    view = visibility.view(c.publication)
+    assert quote.docid in view.docids
+    assert view.search(NUMBER, 10) == []
+    assert lucene.analyze(NUMBER)[0] not in view.index.vocabulary
+    assert [h.docid for h in view.search("wombatword", 10)] == [quote.docid]
+    [shown] = redaction.searcher_copies(persona=persona, documents=[quote])
+    assert NUMBER not in shown.body and shown.redacted
+
+
+def test_the_review_page_lists_the_copies_and_redacts_them_with_the_same_reason(
+    copy_pair, login, users
+):
+    c, persona, doc, quote = copy_pair
+    archivist = login(users["archivist"])
+    r = archivist.post(
+        reverse("review-redact", args=[persona.pk, doc.pk]),
+        {"phrases": NUMBER, "reason": "financial"},
+    )
+    # after saving, the archivist stays on the page, which lists the copy with its state
+    assert r.url == reverse("review-item", args=[persona.pk, doc.pk])
+    page = archivist.get(r.url).content.decode()
+    assert "Copies of the redacted words (1)" in page and quote.docid in page
+    assert "visible to searchers" in page and "Apply the same redaction to these 1" in page
+    archivist.post(reverse("review-redact-copies", args=[persona.pk, doc.pk]), {"copy": [quote.pk]})
+    made = Redaction.objects.get(document=quote)
+    assert [s["reason"] for s in made.spans] == ["financial"]
+    assert quote.body[made.spans[0]["start"] : made.spans[0]["end"]] == NUMBER
+    assert AuditEvent.objects.filter(action="redact", document=quote).count() == 1
+    page = archivist.get(r.url).content.decode()
+    assert "already redacted there" in page and "Apply the same redaction" not in page
+    r = archivist.post(reverse("review-redact-copies", args=[persona.pk, doc.pk]), {})
+    assert "No copies were chosen" in archivist.get(r.url).content.decode()
+
+
+def test_releasing_a_copy_asks_for_a_choice_and_only_an_explicit_one_shows_it(
+    copy_pair, login, users
+):
+    c, persona, doc, quote = copy_pair
+    _redact(users, persona, doc)
+    archivist = login(users["archivist"])
+    item = reverse("review-item", args=[persona.pk, quote.pk])
+    page = archivist.get(item).content.decode()
+    assert "Words redacted in other documents" in page and f"“{NUMBER}”" in page
+    decide = reverse("review-decide", args=[persona.pk, quote.pk])
+    r = archivist.post(decide, {"kind": "release"})
+    assert "Not released: it holds" in archivist.get(r.url).content.decode()
+    assert not services.Decision.objects.filter(document=quote).exists()
+    # a person's explicit choice: released readable, recorded and audited
+    archivist.post(decide, {"kind": "release", "elsewhere": "show"})
+    assert services.Decision.objects.get(document=quote).kind == "release"
+    assert Redaction.objects.get(document=quote).shows_elsewhere
+    assert AuditEvent.objects.filter(action="redaction-show-elsewhere").count() == 1
+    assert [h.docid for h in visibility.view(c.publication).search(NUMBER, 10)] == [quote.docid]
+    # or the same redaction: a new version (which ends the choice to show)
+    archivist.post(decide, {"kind": "release", "elsewhere": "redact"})
+    made = Redaction.objects.filter(document=quote).latest("version")
+    assert [s["text"] for s in made.spans] == [NUMBER] and not made.shows_elsewhere
+    assert visibility.view(c.publication).search(NUMBER, 10) == []
