@@ -238,11 +238,13 @@ _MARKS = re.compile(f"{recognisers.MARK}+")
 
 
 def marked_html(text: str) -> str:
-    """Escape a redacted text for a page, each redaction as a labelled mark, lines kept."""
+    """Escape a redacted text for a page, each redaction as the same labelled mark (its
+    width fixed, whatever it hides), lines kept."""
     escaped = html.escape(text)
     marked = _MARKS.sub(
         lambda m: (
-            f'<span class="redacted" title="Redacted" aria-label="redacted">{m.group()}</span>'
+            '<span class="redacted" title="Redacted by the archive">[redacted]</span>'
+            * (len(m.group()) // len(recognisers.REDACTED) or 1)
         ),
         escaped,
     )

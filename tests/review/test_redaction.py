@@ -293,3 +293,67 @@ def test_releasing_a_copy_asks_for_a_choice_and_only_an_explicit_one_shows_it(
     made = Redaction.objects.filter(document=quote).latest("version")
     assert [s["text"] for s in made.spans] == [NUMBER] and not made.shows_elsewhere
     assert visibility.view(c.publication).search(NUMBER, 10) == []
+
+
+# --- the mark tells nothing of the secret's length --------------------------------------------
+
+
+@pytest.fixture
+def twins(published):
+    """Two visible documents identical but for a redacted number: 4 digits in one, 12
+    (written in groups, three terms) in the other."""
+    c, persona, docs, kinds = published
+    short, long = [d for d in docs if kinds[d.pk] == "safe"][:2]
+    same = [
+        f.attname
+        for f in short._meta.concrete_fields
+        if f.attname not in ("id", "docid", "collection_id", "created_at", "message_id")
+    ]
+    for f in same:
+        setattr(long, f, getattr(short, f))
+    text = "Hello, the kiwiword figures: PIN {} for the kiwiword vault, see you."
+    short.body, long.body = text.format("7302"), text.format("4821 5678 9012")
+    for d in (short, long):
+        d.attachments.all().delete()
+        d.save()
+    index_build(collection_id=c.pk, force=True)
+    c.refresh_from_db()
+    return c, persona, short, long
+
+
+def test_a_4_and_a_12_digit_redacted_number_look_and_score_the_same(twins, login, users):
+    """The attacker test: byte-identical searcher pages and snippets (but for the ids) and
+    equal BM25 scores. With the old mark (3-12 blocks, as long as the secret) the pages and
+    snippets differ."""
+    c, persona, short, long = twins
+    for d, number in ((short, "7302"), (long, "4821 5678 9012")):
+        start = d.body.index(number)
+        span = {"field": "body", "start": start, "end": start + len(number)}
+        redaction.redaction_save(
+            archivist=users["archivist"],
+            persona=persona,
+            document=d,
+            spans=[{**span, "kind": "typed", "reason": "financial"}],
+        )
+        services.review_decide(
+            archivist=users["archivist"], persona=persona, document=d, kind="release"
+        )
+    hits = visibility.view(c.publication).search("kiwiword", 10)
+    assert {h.docid for h in hits} == {short.docid, long.docid}
+    # a tie: equal scores, the second 1e-6 lower as Anserini breaks ties (by docid)
+    assert abs(hits[0].score - hits[1].score) < 2e-6
+    searcher = login(users["searcher"])
+
+    results = searcher_search(searcher, c, "kiwiword").content.decode()
+    snippets = re.findall(r'<p class="snippet">(.*?)</p>', results, re.S)
+    assert len(snippets) == 2 and snippets[0] == snippets[1], snippets
+    assert "7302" not in results and "4821" not in results
+
+    def page(d):
+        html = searcher.get(reverse("searcher-document", args=[c.slug, d.pk])).content.decode()
+        html = re.sub(r"[A-Za-z0-9]{64}", "CSRF", html)  # the page's token, new each time
+        return html.replace(d.docid, "DOCID").replace(f"/{d.pk}/", "/PK/")
+
+    shown = page(short)
+    assert "[redacted]" in shown and "7302" not in shown
+    assert shown == page(long)
