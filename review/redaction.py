@@ -287,6 +287,8 @@ def _check_spans(document: Document, spans: list[dict], reason_codes: set[str]) 
         if not 0 <= start < end <= size:
             raise RedactionError(f"the span {start}-{end} is outside the {field} ({size} chars)")
         reason = s.get("reason", "")
+        if not reason:
+            raise RedactionError("choose a reason for the redaction")
         if reason not in reason_codes:
             raise RedactionError(f"“{reason}” is not one of the redaction reasons")
         clean.append(
@@ -386,6 +388,14 @@ def redaction_revert(
         spans, until = earlier.spans, earlier.until
     else:
         spans, until = [], None
+    newest = Redaction.objects.filter(persona=persona, document=document).order_by("-version")
+    now = newest.first()
+    if now is not None and (now.spans, now.until) == (spans, until):
+        what = f"is the same as version {to_version}" if to_version else "redacts nothing"
+        raise RedactionError(
+            f"{document.docid}: nothing changed: the newest version (v{now.version}) already "
+            f"{what}."
+        )
     return _version_add(
         user=lead,
         persona=persona,

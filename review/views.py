@@ -21,11 +21,19 @@ from annotate.models import Collection, Document, Lexicon, Persona
 from config.params import id_param, id_params
 from ranking import explain, lucene
 from ranking.classifier import stored_scores
+from ranking.entities import lexicon_terms
 from ranking.highlight import query_stems
 from ranking.services import result_snippet
 from review import copies, exposure, redaction, selectors, services
 from review.audit import audit_described
-from review.models import AuditEvent, Decision, Exposure, Publication, SearchLog
+from review.models import (
+    AuditEvent,
+    Decision,
+    Exposure,
+    Publication,
+    RedactionReason,
+    SearchLog,
+)
 
 searcher_required = roles.role_required(roles.SEARCHER)
 archivist_required = roles.role_required(roles.ARCHIVIST)
@@ -434,7 +442,12 @@ def _next_in_queue(request, nxt=None):
 @lead_required
 def redactions(request):
     """Redacted documents, newest first, with every version, for a lead to review."""
-    return render(request, "review/redactions.html", {"rows": selectors.redactions_recent()})
+    labels = dict(RedactionReason.objects.values_list("code", "label"))
+    rows = selectors.redactions_recent()
+    for row in rows:
+        for r in row["versions"]:
+            r.shown_spans = [{**s, "reason_label": labels.get(s.get("reason"))} for s in r.spans]
+    return render(request, "review/redactions.html", {"rows": rows})
 
 
 @require_POST
@@ -446,7 +459,12 @@ def redaction_revert(request, persona_id, document_id):
     try:
         to_version = int(request.POST.get("to_version", ""))
     except ValueError:
-        messages.error(request, "Say which version to go back to.")
+        messages.error(request, f"{doc.docid}: choose the version to go back to (or none).")
+        return redirect("review-redactions")
+    if not request.POST.get("confirm"):
+        messages.error(
+            request, f"{doc.docid}: not changed. Tick “I confirm” to go back to that version."
+        )
         return redirect("review-redactions")
     try:
         made = redaction.redaction_revert(
@@ -492,11 +510,12 @@ def lexicons(request):
                 request, "Saved. The worker is finding its terms in every collection again."
             )
         return redirect("review-lexicons")
-    return render(
-        request,
-        "review/lexicons.html",
-        {"personas": Persona.objects.prefetch_related("lexicons").order_by("name")},
-    )
+    personas = list(Persona.objects.prefetch_related("lexicons").order_by("name"))
+    for persona in personas:
+        for lexicon in persona.lexicons.all():  # every term in sight: the box fits them
+            lexicon.lines = lexicon.terms.count("\n") + 2
+            lexicon.n_terms = len(lexicon_terms(lexicon.terms))
+    return render(request, "review/lexicons.html", {"personas": personas})
 
 
 _DONE = {"release": "Released", "withhold": "Withheld", "not_relevant": "Marked not relevant:"}
@@ -541,6 +560,9 @@ def group(request):
     services.review_group_viewed(
         archivist=request.user, items=[(personas[i.persona_id], i.document) for i in items]
     )
+    for i in items:  # the entity highlights and legend, as on the review page
+        view = entities.document_entity_view(document=i.document, persona=personas[i.persona_id])
+        i.highlighted_body, i.entity_legend = view.highlighted_body, view.legend
     return render(
         request,
         "review/group.html",

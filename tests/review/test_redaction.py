@@ -147,10 +147,11 @@ def test_a_lead_goes_back_to_no_redaction_and_the_number_is_searchable_again(acc
     lead = login(users["lead"])
     page = lead.get(reverse("review-redactions")).content.decode()
     assert doc.docid in page and "in force" in page
-    lead.post(reverse("review-redaction-revert", args=[persona.pk, doc.pk]), {"to_version": 0})
+    revert = reverse("review-redaction-revert", args=[persona.pk, doc.pk])
+    lead.post(revert, {"to_version": 0, "confirm": "1"})
     assert list(Redaction.objects.values_list("version", "reverts")) == [(1, None), (2, 0)]
     assert [h.docid for h in visibility.view(c.publication).search(NUMBER, 10)] == [doc.docid]
-    lead.post(reverse("review-redaction-revert", args=[persona.pk, doc.pk]), {"to_version": 1})
+    lead.post(revert, {"to_version": 1, "confirm": "1"})
     assert visibility.view(c.publication).search(NUMBER, 10) == []
     assert AuditEvent.objects.filter(action="redaction-revert").count() == 2
     log = lead.get(reverse("audit-log")).content.decode()
@@ -357,3 +358,46 @@ def test_a_4_and_a_12_digit_redacted_number_look_and_score_the_same(twins, login
     shown = page(short)
     assert "[redacted]" in shown and "7302" not in shown
     assert shown == page(long)
+
+
+# --- fresh-eye findings on the redaction pages ----------------------------------------------
+
+
+def test_a_revert_needs_a_choice_and_a_confirmation_and_must_change_something(
+    account, login, users
+):
+    c, persona, doc = account
+    _redact(users, persona, doc)
+    lead = login(users["lead"])
+    page = lead.get(reverse("review-redactions")).content.decode()
+    # labels, not codes; no version chosen beforehand
+    assert "Personal financial information" in page and ", financial)" not in page
+    assert '<option value="" selected disabled>Choose…</option>' in page
+    revert = reverse("review-redaction-revert", args=[persona.pk, doc.pk])
+    for post, error in (
+        ({"confirm": "1"}, "choose the version to go back to"),
+        ({"to_version": 0}, "Tick “I confirm”"),
+    ):
+        r = lead.post(revert, post)
+        assert error in lead.get(r.url).content.decode()
+    assert Redaction.objects.count() == 1
+    lead.post(revert, {"to_version": 0, "confirm": "1"})
+    r = lead.post(revert, {"to_version": 0, "confirm": "1"})  # again: nothing to change
+    assert (
+        "nothing changed: the newest version (v2) already redacts nothing"
+        in lead.get(r.url).content.decode()
+    )
+    assert Redaction.objects.count() == 2
+
+
+def test_the_reason_is_an_explicit_choice(account, login, users):
+    c, persona, doc = account
+    archivist = login(users["archivist"])
+    item = reverse("review-item", args=[persona.pk, doc.pk])
+    page = archivist.get(item).content.decode()
+    assert '<select name="reason" required><option value="" selected disabled>' in page
+    r = archivist.post(
+        reverse("review-redact", args=[persona.pk, doc.pk]), {"phrases": NUMBER, "reason": ""}
+    )
+    assert "choose a reason for the redaction" in archivist.get(r.url).content.decode()
+    assert not Redaction.objects.exists()
