@@ -401,3 +401,12 @@ def test_the_reason_is_an_explicit_choice(account, login, users):
     )
     assert "choose a reason for the redaction" in archivist.get(r.url).content.decode()
     assert not Redaction.objects.exists()
+
+
+def test_a_copy_can_still_be_withheld_without_the_release_choice(copy_pair, login, users):
+    """The choice is asked of a release only: withholding the copy needs none."""
+    c, persona, doc, quote = copy_pair
+    _redact(users, persona, doc)
+    archivist = login(users["archivist"])
+    archivist.post(reverse("review-decide", args=[persona.pk, quote.pk]), {"kind": "withhold"})
+    assert services.Decision.objects.get(document=quote).kind == "withhold"
