@@ -288,6 +288,9 @@ def test_releasing_a_copy_asks_for_a_choice_and_only_an_explicit_one_shows_it(
     assert services.Decision.objects.get(document=quote).kind == "release"
     assert Redaction.objects.get(document=quote).shows_elsewhere
     assert AuditEvent.objects.filter(action="redaction-show-elsewhere").count() == 1
+    log = login(users["lead"]).get(reverse("audit-log")).content.decode()
+    assert "with 1 string(s) redacted in other documents left readable" in log
+    archivist = login(users["archivist"])
     assert [h.docid for h in visibility.view(c.publication).search(NUMBER, 10)] == [quote.docid]
     # or the same redaction: a new version (which ends the choice to show)
     archivist.post(decide, {"kind": "release", "elsewhere": "redact"})
