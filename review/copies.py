@@ -35,9 +35,10 @@ from review.models import Decision, Publication, ReviewRequest
 from review.selectors import decisions_in_force_kinds
 from review.services import review_decide
 
-VISIBLE, QUEUED, WITHHELD, HIDDEN = "visible", "queued", "withheld", "hidden"
+VISIBLE, READABLE, QUEUED, WITHHELD, HIDDEN = "visible", "readable", "queued", "withheld", "hidden"
 STATE_WORDS = {
     VISIBLE: "visible to searchers (shown redacted)",
+    READABLE: "visible to searchers and readable (a person chose to release it so)",
     QUEUED: "waiting in the review queue",
     WITHHELD: "withheld",
     HIDDEN: "not visible to searchers (above the classifier's band)",
@@ -131,6 +132,7 @@ def _with_states(*, persona, found, today) -> list[Copy]:
         ).values_list("document_id", flat=True)
     )
     force = redaction.redactions_in_force(persona=persona, today=today, document_ids=ids)
+    readable = redaction.shows_elsewhere(persona=persona, document_ids=ids)
     visible: frozenset[str] = frozenset()
     if found:
         publication = Publication.objects.filter(
@@ -142,7 +144,7 @@ def _with_states(*, persona, found, today) -> list[Copy]:
     out = []
     for d, held in found:
         if d.docid in visible:
-            state = VISIBLE
+            state = READABLE if d.pk in readable else VISIBLE
         elif kinds.get(d.pk) == Decision.Kind.WITHHOLD:
             state = WITHHELD
         elif d.pk in queued:

@@ -12,9 +12,9 @@ import pytest
 from django.urls import reverse
 
 from annotate.entities import collection_entities_detect
-from ranking.services import index_build
 from review.models import Redaction, RedactionReason
 from tests.browserkit import login, needs_chromium, wait_for, watch
+from tests.reviewkit import with_a_quoting_copy
 
 pytestmark = [
     *needs_chromium,
@@ -35,13 +35,12 @@ def test_archivist_redacts_an_account_number_and_the_searcher_cannot_find_it(
     seeded = importlib.import_module("review.migrations.0005_redaction_reasons_default")
     for code, label in seeded.REASONS:
         RedactionReason.objects.get_or_create(code=code, defaults={"label": label})
-    doc, quote = [d for d in docs if kinds[d.pk] == "safe"][:2]
-    doc.body = f"Please pay the zebraword invoice into account no. {NUMBER} today.\n{doc.body}"
-    doc.save(update_fields=["body"])
-    # a reply quoting it, visible to searchers: a copy of the number
-    quote.body = f"{quote.body}\n> Please pay the invoice into account no. {NUMBER} today."
-    quote.save(update_fields=["body"])
-    index_build(collection_id=c.pk, force=True)
+    # and a reply quoting it, visible to searchers: a copy of the number
+    doc, quote = with_a_quoting_copy(
+        published,
+        f"Please pay the zebraword invoice into account no. {NUMBER} today.",
+        f"Please pay the invoice into account no. {NUMBER} today.",
+    )
     collection_entities_detect(collection_id=c.pk)
     for name in ("searcher", "archivist", "lead"):
         users[name].set_password("pw-browser")

@@ -14,7 +14,7 @@ from ranking import lucene
 from ranking.services import index_build
 from review import redaction, services, visibility
 from review.models import AuditEvent, Redaction, SearchLog
-from tests.reviewkit import searcher_search
+from tests.reviewkit import searcher_search, with_a_quoting_copy
 
 pytestmark = pytest.mark.lucene
 NUMBER = "8876543210"
@@ -211,14 +211,12 @@ def test_a_bad_span_is_refused_with_what_was_wrong(account, users, spans, error)
 def copy_pair(published, users):
     """Two safe documents (visible to searchers): D with the account number, and D2, a
     reply quoting it (the number written in upper-case context, with another rare word)."""
-    c, persona, docs, kinds = published
-    doc, quote = [d for d in docs if kinds[d.pk] == "safe"][:2]
-    doc.body = f"{doc.body}\nPlease pay into account no. {NUMBER} quickly, zebraword."
-    doc.save(update_fields=["body"])
-    quote.body = f"{quote.body}\n> PLEASE PAY INTO ACCOUNT NO. {NUMBER} QUICKLY\nwombatword"
-    quote.save(update_fields=["body"])
-    index_build(collection_id=c.pk, force=True)
-    c.refresh_from_db()
+    c, persona, _docs, _kinds = published
+    doc, quote = with_a_quoting_copy(
+        published,
+        f"Please pay into account no. {NUMBER} quickly, zebraword.",
+        f"PLEASE PAY INTO ACCOUNT NO. {NUMBER} QUICKLY\nwombatword",
+    )
     return c, persona, doc, quote
 
 
@@ -292,6 +290,8 @@ def test_releasing_a_copy_asks_for_a_choice_and_only_an_explicit_one_shows_it(
     assert "with 1 string(s) redacted in other documents left readable" in log
     archivist = login(users["archivist"])
     assert [h.docid for h in visibility.view(c.publication).search(NUMBER, 10)] == [quote.docid]
+    page = archivist.get(reverse("review-item", args=[persona.pk, doc.pk])).content.decode()
+    assert "visible to searchers and readable (a person chose" in page
     # or the same redaction: a new version (which ends the choice to show)
     archivist.post(decide, {"kind": "release", "elsewhere": "redact"})
     made = Redaction.objects.filter(document=quote).latest("version")
