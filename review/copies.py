@@ -13,8 +13,9 @@ easy to redact for good, each as its own audited redaction version:
   release page warns about them), and ``release_with_elsewhere``: release it with the same
   redaction, or, a person's explicit choice, with them readable.
 
-Candidates come from the collection's index (``Postings.holding``: the rows that hold every
-analysed term of the string, read from the index's sparse matrix, no scan of the texts), then
+Candidates come from the collection's index (``redaction.candidates``: the rows that hold
+every analysed term of the string, or for a number a leading part of it, read from the
+index's sparse matrix, no scan of the texts), then
 each candidate's text (subject, body, headers, attachments) is matched as
 ``ranking.entities.redact_everywhere`` matches: case- and space-insensitive, whole words.
 """
@@ -110,9 +111,7 @@ def copies_of(*, persona: Persona, document: Document, today: date | None = None
         postings = _postings(document.collection)
     except IndexNotReady:
         return []
-    docids: set[str] = set()
-    for e in secrets:
-        docids |= postings.holding(lucene.analyze(e["text"]))
+    docids = redaction.candidates(postings, [e["text"] for e in secrets], lucene.analyze)
     candidates = (
         Document.objects.filter(collection=document.collection, docid__in=docids)
         .exclude(pk=document.pk)

@@ -187,6 +187,20 @@ def searcher_copies(*, persona: Persona, documents: list[Document]) -> list[Docu
     ]
 
 
+def candidates(postings, secrets, analyze) -> set[str]:
+    """Docids of the index rows that may hold one of ``secrets`` (to confirm on the text):
+    the rows holding every analysed term of it, and, for a number, the rows holding a
+    leading part of it (3 digits or more) as a term: ``12345678`` written ``1234 5678``."""
+    found: set[str] = set()
+    for secret in secrets:
+        found |= postings.holding(analyze(secret))
+        digits = recognisers.secret_key(secret)
+        if digits.isdigit():
+            for n in range(3, len(digits)):
+                found |= postings.holding(analyze(digits[:n]))
+    return found
+
+
 def redacted_rows(
     *, persona: Persona, collection, docids: set[str], today: date, analyze, postings
 ) -> dict[str, list[str]]:
@@ -202,9 +216,7 @@ def redacted_rows(
         e["text"]
         for e in secrets_in_force(persona=persona, collection=collection, today=today).values()
     ]
-    holding = set()
-    for secret in elsewhere:
-        holding |= postings.holding(analyze(secret))
+    holding = candidates(postings, elsewhere, analyze)
     docs = [
         d
         for d in Document.objects.filter(

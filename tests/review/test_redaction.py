@@ -12,7 +12,7 @@ from annotate.entities import collection_entities_detect
 from annotate.models import Attachment
 from ranking import lucene
 from ranking.services import index_build
-from review import redaction, services, visibility
+from review import copies, redaction, services, visibility
 from review.models import AuditEvent, Redaction, SearchLog
 from tests.reviewkit import searcher_search, with_a_quoting_copy
 
@@ -413,3 +413,20 @@ def test_a_copy_can_still_be_withheld_without_the_release_choice(copy_pair, logi
     archivist = login(users["archivist"])
     archivist.post(reverse("review-decide", args=[persona.pk, quote.pk]), {"kind": "withhold"})
     assert services.Decision.objects.get(document=quote).kind == "withhold"
+
+
+def test_a_copy_writing_the_number_in_groups_is_hidden_too(published, users):
+    """The copy writes 88765 43210: neither group stays searchable (the index finds it as a
+    candidate by the number's leading digits). Without the leading-digits candidates in
+    ``review.redaction.candidates`` the search for 88765 finds the copy."""
+    c, persona, _docs, _kinds = published
+    doc, quote = with_a_quoting_copy(
+        published, f"Pay into account no. {NUMBER}.", f"account {NUMBER[:5]} {NUMBER[5:]}"
+    )
+    _redact(users, persona, doc)
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=quote, kind="release"
+    )
+    view = visibility.view(c.publication)
+    assert view.search(NUMBER[:5], 10) == [] and view.search(NUMBER[5:], 10) == []
+    assert [x.document.pk for x in copies.copies_of(persona=persona, document=doc)] == [quote.pk]
