@@ -172,13 +172,11 @@ def searcher_copies(*, persona: Persona, documents: list[Document]) -> list[Docu
     ids = [d.pk for d in documents]
     force = redactions_in_force(persona=persona, today=today, document_ids=ids)
     elsewhere = {
-        d.collection_id: [
+        collection: [
             e["text"]
-            for e in secrets_in_force(
-                persona=persona, collection=d.collection_id, today=today
-            ).values()
+            for e in secrets_in_force(persona=persona, collection=collection, today=today).values()
         ]
-        for d in documents
+        for collection in {d.collection_id for d in documents}
     }
     shown = shows_elsewhere(persona=persona, document_ids=ids)
     return [
