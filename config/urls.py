@@ -194,6 +194,11 @@ urlpatterns = [
         name="review-redact",
     ),
     path(
+        "review/<id:persona_id>/<id:document_id>/redact/copies/",
+        review_views.redact_copies,
+        name="review-redact-copies",
+    ),
+    path(
         "review/<id:persona_id>/<id:document_id>/redaction/revert/",
         review_views.redaction_revert,
         name="review-redaction-revert",

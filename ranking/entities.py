@@ -360,11 +360,14 @@ def counts(entities: Iterable[Entity]) -> dict[str, int]:
 # --- redaction -----------------------------------------------------------------------------
 
 MARK = "\u2588"  # a full block: not a word character, so no analyser makes a term of it
+# What every redacted span becomes, whatever its length: a secret of 3 characters and one of
+# 30 leave the same text (pages, snippets) and no term (lengths, statistics).
+REDACTED = MARK * 8
 
 
 def redact(text: str, spans: Iterable[tuple[int, int]]) -> str:
-    """Return ``text`` with each ``(start, end)`` span replaced by ``MARK`` characters (at
-    least three, at most twelve: the mark does not tell the length of long secrets).
+    """Return ``text`` with each ``(start, end)`` span replaced by the same mark,
+    ``REDACTED`` (it does not tell the length of the secret).
 
     A span that reaches into a word takes the whole word: what is left of a redacted word
     must not be searchable (``"12345678"`` redacted inside ``"acct12345678"`` leaves no
@@ -385,7 +388,7 @@ def redact(text: str, spans: Iterable[tuple[int, int]]) -> str:
     out, pos = [], 0
     for start, end in merged:
         out.append(text[pos:start])
-        out.append(MARK * min(12, max(3, end - start)))
+        out.append(REDACTED)
         pos = end
     out.append(text[pos:])
     return "".join(out)
@@ -406,6 +409,16 @@ def secret_pattern(secret: str) -> re.Pattern | None:
         return re.compile(edge_l + r"[\s.\-/]?".join(digits) + edge_r)
     body = r"[\W_]+".join(re.escape(c) for c in chunks)
     return re.compile(edge_l + body + edge_r, re.IGNORECASE)
+
+
+def secret_key(secret: str) -> str:
+    """The form under which ``secret_pattern`` finds ``secret``: its words lower-cased and
+    joined by one space, a number's digits joined (``"1234 5678"`` and ``"12345678"`` are
+    one secret); empty when it holds no letter or digit."""
+    chunks = re.findall(r"[^\W_]+", secret.lower())
+    if chunks and all(c.isdigit() for c in chunks):
+        return "".join(chunks)
+    return " ".join(chunks)
 
 
 def redact_everywhere(text: str, secrets: Iterable[str]) -> str:

@@ -168,6 +168,18 @@ def _redaction_revert(e, d, names):
     )
 
 
+def _redaction_show_elsewhere(e, d, names):
+    return format_html(
+        "{} released {} for persona {} with {} string(s) redacted in other documents left "
+        "readable (version {})",
+        _who(e),
+        _doc_link(e.document),
+        names.persona(d.get("persona")),
+        d.get("strings"),
+        d.get("version"),
+    )
+
+
 def _changes(changed: dict) -> str:
     parts = []
     for facet, pair in (changed or {}).items():
@@ -277,6 +289,7 @@ DESCRIBERS = {
     "group-decision": _group_decision,
     "redact": _redact,
     "redaction-revert": _redaction_revert,
+    "redaction-show-elsewhere": _redaction_show_elsewhere,
     "judgment-edit": _judgment_edit,
     "adjudication": _adjudication,
     "import": _import,

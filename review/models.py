@@ -227,6 +227,11 @@ class Redaction(models.Model):
     reverts = models.PositiveIntegerField(
         null=True, blank=True, help_text="The version a lead went back to (0: none)"
     )
+    shows_elsewhere = models.BooleanField(
+        default=False,
+        help_text="A person released this document with the words redacted in other "
+        "documents of the collection left readable (otherwise they are redacted here too)",
+    )
     made_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )

@@ -21,7 +21,7 @@ import re
 from datetime import date
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from annotate.models import Attachment, Document, Persona
@@ -46,10 +46,8 @@ def redaction_in_force(redaction: Redaction | None, today: date) -> bool:
     )
 
 
-def redactions_in_force(
-    *, persona: Persona, today: date, collection=None, document_ids=None
-) -> dict[int, Redaction]:
-    """``{document id: newest version}`` of the redactions in force for ``persona``."""
+def newest_versions(*, persona: Persona, collection=None, document_ids=None) -> dict:
+    """``{document id: newest version}`` of the persona's redactions (in force or not)."""
     rows = Redaction.objects.filter(persona=persona)
     if collection is not None:
         rows = rows.filter(document__collection=collection)
@@ -58,7 +56,37 @@ def redactions_in_force(
     newest: dict[int, Redaction] = {}
     for r in rows.order_by("document_id", "version").iterator():
         newest[r.document_id] = r
+    return newest
+
+
+def redactions_in_force(
+    *, persona: Persona, today: date, collection=None, document_ids=None
+) -> dict[int, Redaction]:
+    """``{document id: newest version}`` of the redactions in force for ``persona``."""
+    newest = newest_versions(persona=persona, collection=collection, document_ids=document_ids)
     return {d: r for d, r in newest.items() if redaction_in_force(r, today)}
+
+
+def secrets_in_force(*, persona: Persona, collection, today: date) -> dict[str, dict]:
+    """Every word or phrase redacted in the collection for the persona today, under its
+    ``ranking.entities.secret_key``: ``{key: {"text", "reason", "document_id"}}`` (the
+    first document, by id, that redacts it)."""
+    out: dict[str, dict] = {}
+    force = redactions_in_force(persona=persona, today=today, collection=collection)
+    for doc_id in sorted(force):
+        for s in force[doc_id].spans:
+            key = recognisers.secret_key(s.get("text", ""))
+            if key:
+                out.setdefault(
+                    key, {"text": s["text"], "reason": s.get("reason", ""), "document_id": doc_id}
+                )
+    return out
+
+
+def shows_elsewhere(*, persona: Persona, document_ids) -> set[int]:
+    """The documents a person released with the words redacted elsewhere left readable."""
+    newest = newest_versions(persona=persona, document_ids=document_ids)
+    return {d for d, r in newest.items() if r.shows_elsewhere}
 
 
 def redacted_secrets(document: Document, redaction: Redaction | None) -> set[str]:
@@ -70,10 +98,13 @@ def redacted_secrets(document: Document, redaction: Redaction | None) -> set[str
     }
 
 
-def redacted_fields(document: Document, redaction: Redaction | None) -> dict[str, str]:
+def redacted_fields(
+    document: Document, redaction: Redaction | None, elsewhere=()
+) -> dict[str, str]:
     """The document's subject and body with the redaction's spans marked out, and every
-    other occurrence of the words they hide (``ranking.entities.redact_everywhere``)."""
-    secrets = redacted_secrets(document, redaction)
+    other occurrence of the words they hide and of ``elsewhere`` (words redacted in other
+    documents) (``ranking.entities.redact_everywhere``)."""
+    secrets = redacted_secrets(document, redaction) | set(elsewhere)
     out = {}
     for field in FIELDS:
         text = getattr(document, field)
@@ -88,22 +119,32 @@ def redacted_fields(document: Document, redaction: Redaction | None) -> dict[str
     return out
 
 
-def searcher_copy(document: Document, redaction: Redaction | None) -> Document:
+def searcher_copy(document: Document, redaction: Redaction | None, elsewhere=()) -> Document:
     """The document as a searcher may read it: an unsaved copy with the redacted subject and
-    body (``redacted`` True), or the document itself when nothing is redacted."""
-    if redaction is None or not redaction.spans:
+    body (``redacted`` True), or the document itself when nothing is redacted in it.
+    ``elsewhere``: words redacted in other documents of the collection, hidden here too."""
+    own = redaction if redaction is not None and redaction.spans else None
+    secrets = redacted_secrets(document, own) | set(elsewhere)
+    if not secrets:
         return document
     doc = copy.copy(document)
-    for field, text in redacted_fields(document, redaction).items():
+    for field, text in redacted_fields(document, own, elsewhere).items():
         setattr(doc, field, text)
     # What the spans hid is hidden wherever a searcher could read it: the headers a page
     # shows and the attachments (their names and text), not only the subject and body.
-    secrets = redacted_secrets(document, redaction)
     for field in HEADERS:
         setattr(doc, field, recognisers.redact_everywhere(getattr(document, field), secrets))
-    doc.shown_attachments = [
-        _attachment_copy(a, secrets) for a in document.attachments.all().order_by("position")
-    ]
+    attachments = list(document.attachments.all().order_by("position"))
+    doc.shown_attachments = [_attachment_copy(a, secrets) for a in attachments]
+    changed = own is not None or any(
+        getattr(doc, f) != getattr(document, f) for f in (*FIELDS, *HEADERS)
+    )
+    changed = changed or any(
+        (a.filename, a.text) != (b.filename, b.text)
+        for a, b in zip(attachments, doc.shown_attachments, strict=True)
+    )
+    if not changed:
+        return document
     doc.redacted = True
     doc.save = doc.delete = _read_only  # a copy for reading: never written back
     return doc
@@ -122,27 +163,69 @@ def _read_only(*args, **kwargs):
 
 
 def searcher_copies(*, persona: Persona, documents: list[Document]) -> list[Document]:
-    """``searcher_copy`` of each document, with the redactions in force today."""
-    force = redactions_in_force(
-        persona=persona, today=timezone.localdate(), document_ids=[d.pk for d in documents]
-    )
-    return [searcher_copy(d, force.get(d.pk)) for d in documents]
+    """``searcher_copy`` of each document, with the redactions in force today: its own, and
+    the words redacted in other documents of its collection (unless a person released it
+    with them readable)."""
+    if not documents:
+        return []
+    today = timezone.localdate()
+    ids = [d.pk for d in documents]
+    force = redactions_in_force(persona=persona, today=today, document_ids=ids)
+    elsewhere = {
+        collection: [
+            e["text"]
+            for e in secrets_in_force(persona=persona, collection=collection, today=today).values()
+        ]
+        for collection in {d.collection_id for d in documents}
+    }
+    shown = shows_elsewhere(persona=persona, document_ids=ids)
+    return [
+        searcher_copy(d, force.get(d.pk), () if d.pk in shown else elsewhere[d.collection_id])
+        for d in documents
+    ]
 
 
-def redacted_rows(*, persona: Persona, collection, docids: set[str], today: date, analyze):
-    """``{docid: analysed terms}`` of the redacted text of the visible documents with a
-    redaction in force (``analyze``: the index's analysis, ``ranking.lucene.analyze``)."""
+def candidates(postings, secrets, analyze) -> set[str]:
+    """Docids of the index rows that may hold one of ``secrets`` (to confirm on the text):
+    the rows holding every analysed term of it, and, for a number, the rows holding a
+    leading part of it (3 digits or more) as a term: ``12345678`` written ``1234 5678``."""
+    found: set[str] = set()
+    for secret in secrets:
+        found |= postings.holding(analyze(secret))
+        digits = recognisers.secret_key(secret)
+        if digits.isdigit():
+            for n in range(3, len(digits)):
+                found |= postings.holding(analyze(digits[:n]))
+    return found
+
+
+def redacted_rows(
+    *, persona: Persona, collection, docids: set[str], today: date, analyze, postings
+) -> dict[str, list[str]]:
+    """``{docid: analysed terms}`` of the redacted text of the visible documents
+    with a redaction in force, or holding a word redacted in another document of the
+    collection (candidates from ``postings``, the index's, confirmed on the text);
+    ``analyze``: the index's analysis, ``ranking.lucene.analyze``. A mark is no term: the
+    row's length is that of the words left, whatever the redacted words' length."""
     force = redactions_in_force(persona=persona, today=today, collection=collection)
     if not force:
         return {}
+    elsewhere = [
+        e["text"]
+        for e in secrets_in_force(persona=persona, collection=collection, today=today).values()
+    ]
+    holding = candidates(postings, elsewhere, analyze)
     docs = [
         d
-        for d in Document.objects.filter(pk__in=list(force)).only("docid", "subject", "body")
+        for d in Document.objects.filter(
+            Q(pk__in=list(force)) | Q(collection=collection, docid__in=holding & docids)
+        )
         if d.docid in docids
     ]
+    shown = shows_elsewhere(persona=persona, document_ids=[d.pk for d in docs])
     attachments: dict[int, list[str]] = {}
     for doc_id, text in (
-        Attachment.objects.filter(document__in=docs, is_text=True)
+        Attachment.objects.filter(document__in=[d.pk for d in docs], is_text=True)
         .exclude(text="")
         .order_by("document_id", "position")
         .values_list("document_id", "text")
@@ -150,11 +233,14 @@ def redacted_rows(*, persona: Persona, collection, docids: set[str], today: date
         attachments.setdefault(doc_id, []).append(text)
     out = {}
     for d in docs:
-        fields = redacted_fields(d, force[d.pk])
+        extra = () if d.pk in shown else elsewhere
+        fields = redacted_fields(d, force.get(d.pk), extra)
         # the attachments' text is indexed with the message: the hidden words go there too
-        secrets = redacted_secrets(d, force[d.pk])
+        secrets = redacted_secrets(d, force.get(d.pk)) | set(extra)
         hidden = [recognisers.redact_everywhere(t, secrets) for t in attachments.get(d.pk, [])]
-        out[d.docid] = analyze(document_text(fields["subject"], fields["body"], hidden))
+        text = document_text(fields["subject"], fields["body"], hidden)
+        if d.pk in force or text != document_text(d.subject, d.body, attachments.get(d.pk, [])):
+            out[d.docid] = analyze(text)
     return out
 
 
@@ -162,11 +248,13 @@ _MARKS = re.compile(f"{recognisers.MARK}+")
 
 
 def marked_html(text: str) -> str:
-    """Escape a redacted text for a page, each redaction as a labelled mark, lines kept."""
+    """Escape a redacted text for a page, each redaction as the same labelled mark (its
+    width fixed, whatever it hides), lines kept."""
     escaped = html.escape(text)
     marked = _MARKS.sub(
         lambda m: (
-            f'<span class="redacted" title="Redacted" aria-label="redacted">{m.group()}</span>'
+            '<span class="redacted" title="Redacted by the archive">[redacted]</span>'
+            * (len(m.group()) // len(recognisers.REDACTED) or 1)
         ),
         escaped,
     )
@@ -209,6 +297,8 @@ def _check_spans(document: Document, spans: list[dict], reason_codes: set[str]) 
         if not 0 <= start < end <= size:
             raise RedactionError(f"the span {start}-{end} is outside the {field} ({size} chars)")
         reason = s.get("reason", "")
+        if not reason:
+            raise RedactionError("choose a reason for the redaction")
         if reason not in reason_codes:
             raise RedactionError(f"“{reason}” is not one of the redaction reasons")
         clean.append(
@@ -233,7 +323,9 @@ def _next_version(persona, document) -> int:
     return (top["v"] or 0) + 1
 
 
-def _version_add(*, user, persona, document, action: str, kept, until, note, reverts, **detail):
+def _version_add(
+    *, user, persona, document, action: str, kept, until, note, reverts, shows=False, **detail
+):
     """Store the next version and its audit row in one transaction (versions are numbered
     one at a time per persona: the persona row is locked)."""
     with transaction.atomic():
@@ -246,6 +338,7 @@ def _version_add(*, user, persona, document, action: str, kept, until, note, rev
             until=until,
             note=note,
             reverts=reverts,
+            shows_elsewhere=shows,
             made_by=user,
             made_at=timezone.now(),
         )
@@ -305,6 +398,14 @@ def redaction_revert(
         spans, until = earlier.spans, earlier.until
     else:
         spans, until = [], None
+    newest = Redaction.objects.filter(persona=persona, document=document).order_by("-version")
+    now = newest.first()
+    if now is not None and (now.spans, now.until) == (spans, until):
+        what = f"is the same as version {to_version}" if to_version else "redacts nothing"
+        raise RedactionError(
+            f"{document.docid}: nothing changed: the newest version (v{now.version}) already "
+            f"{what}."
+        )
     return _version_add(
         user=lead,
         persona=persona,
@@ -315,6 +416,27 @@ def redaction_revert(
         note=note[:10_000],
         reverts=to_version,
         to_version=to_version,
+    )
+
+
+def shows_elsewhere_save(*, user, persona: Persona, document: Document, texts: list[str]):
+    """Record that a person releases the document with the strings redacted in other
+    documents left readable: a new version keeping its own spans, audited
+    (``redaction-show-elsewhere``, with how many strings, not the strings)."""
+    current = redactions_in_force(
+        persona=persona, today=timezone.localdate(), document_ids=[document.pk]
+    ).get(document.pk)
+    return _version_add(
+        user=user,
+        persona=persona,
+        document=document,
+        action="redaction-show-elsewhere",
+        kept=current.spans if current else [],
+        until=current.until if current else None,
+        note="released with the words redacted elsewhere readable",
+        reverts=None,
+        shows=True,
+        strings=len(texts),
     )
 
 

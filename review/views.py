@@ -21,11 +21,19 @@ from annotate.models import Collection, Document, Lexicon, Persona
 from config.params import id_param, id_params
 from ranking import explain, lucene
 from ranking.classifier import stored_scores
+from ranking.entities import lexicon_terms
 from ranking.highlight import query_stems
 from ranking.services import result_snippet
-from review import exposure, redaction, selectors, services
+from review import copies, exposure, redaction, selectors, services
 from review.audit import audit_described
-from review.models import AuditEvent, Decision, Exposure, Publication, SearchLog
+from review.models import (
+    AuditEvent,
+    Decision,
+    Exposure,
+    Publication,
+    RedactionReason,
+    SearchLog,
+)
 
 searcher_required = roles.role_required(roles.SEARCHER)
 archivist_required = roles.role_required(roles.ARCHIVIST)
@@ -307,6 +315,7 @@ def _redaction_context(doc, persona) -> dict:
     """The review page's entity highlights, legend and redaction form (``_redaction.html``)."""
     view = entities.document_entity_view(document=doc, persona=persona)
     history = redaction.redaction_history(persona=persona, document=doc)
+    found = copies.copies_of(persona=persona, document=doc)
     return {
         "highlighted_body": view.highlighted_body,
         "entity_legend": view.legend,
@@ -317,6 +326,9 @@ def _redaction_context(doc, persona) -> dict:
         "reasons": redaction.reasons(),
         "redaction_now": history[0] if history and history[0].spans else None,
         "redaction_history": history,
+        "copies": found,
+        "copies_todo": sum(not c.redacted for c in found),
+        "held_elsewhere": copies.held_elsewhere(persona=persona, document=doc),
     }
 
 
@@ -375,7 +387,44 @@ def redact(request, persona_id, document_id):
         f"Released a redacted copy of “{doc.subject or '(no subject)'}” ({doc.docid}) for "
         f"{persona.name}: {len(made.spans)} span(s) redacted, version {made.version}.",
     )
+    found = [c for c in copies.copies_of(persona=persona, document=doc) if not c.redacted]
+    if found:
+        messages.warning(
+            request,
+            f"{len(found)} other document{'s' if len(found) != 1 else ''} of the collection "
+            "hold the words you redacted: see “Copies of the redacted words” below.",
+        )
+        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     return _next_in_queue(request)
+
+
+@require_POST
+@archivist_required
+def redact_copies(request, persona_id, document_id):
+    """Give the chosen copies of a document's redacted words the same redaction (same
+    reason), each its own audited version."""
+    persona = get_object_or_404(Persona, pk=persona_id)
+    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
+    ids = id_params(request.POST.getlist("copy"))
+    if not ids:
+        messages.error(request, "No copies were chosen: tick the documents to redact.")
+        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+    try:
+        done = copies.redact_copies(archivist=request.user, persona=persona, document=doc, ids=ids)
+    except redaction.RedactionError as exc:
+        messages.error(request, str(exc))
+        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
+    n = len(done["redacted"])
+    messages.success(
+        request, f"The same redaction is now in {n} other document{'s' if n != 1 else ''}."
+    )
+    if done["headers_only"]:
+        messages.info(
+            request,
+            f"{len(done['headers_only'])} hold the words only in headers or attachments: "
+            "searchers see them redacted there, no span was added.",
+        )
+    return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
 
 
 def _next_in_queue(request, nxt=None):
@@ -393,7 +442,12 @@ def _next_in_queue(request, nxt=None):
 @lead_required
 def redactions(request):
     """Redacted documents, newest first, with every version, for a lead to review."""
-    return render(request, "review/redactions.html", {"rows": selectors.redactions_recent()})
+    labels = dict(RedactionReason.objects.values_list("code", "label"))
+    rows = selectors.redactions_recent()
+    for row in rows:
+        for r in row["versions"]:
+            r.shown_spans = [{**s, "reason_label": labels.get(s.get("reason"))} for s in r.spans]
+    return render(request, "review/redactions.html", {"rows": rows})
 
 
 @require_POST
@@ -405,7 +459,12 @@ def redaction_revert(request, persona_id, document_id):
     try:
         to_version = int(request.POST.get("to_version", ""))
     except ValueError:
-        messages.error(request, "Say which version to go back to.")
+        messages.error(request, f"{doc.docid}: choose the version to go back to (or none).")
+        return redirect("review-redactions")
+    if not request.POST.get("confirm"):
+        messages.error(
+            request, f"{doc.docid}: not changed. Tick “I confirm” to go back to that version."
+        )
         return redirect("review-redactions")
     try:
         made = redaction.redaction_revert(
@@ -451,11 +510,12 @@ def lexicons(request):
                 request, "Saved. The worker is finding its terms in every collection again."
             )
         return redirect("review-lexicons")
-    return render(
-        request,
-        "review/lexicons.html",
-        {"personas": Persona.objects.prefetch_related("lexicons").order_by("name")},
-    )
+    personas = list(Persona.objects.prefetch_related("lexicons").order_by("name"))
+    for persona in personas:
+        for lexicon in persona.lexicons.all():  # every term in sight: the box fits them
+            lexicon.lines = lexicon.terms.count("\n") + 2
+            lexicon.n_terms = len(lexicon_terms(lexicon.terms))
+    return render(request, "review/lexicons.html", {"personas": personas})
 
 
 _DONE = {"release": "Released", "withhold": "Withheld", "not_relevant": "Marked not relevant:"}
@@ -500,6 +560,9 @@ def group(request):
     services.review_group_viewed(
         archivist=request.user, items=[(personas[i.persona_id], i.document) for i in items]
     )
+    for i in items:  # the entity highlights and legend, as on the review page
+        view = entities.document_entity_view(document=i.document, persona=personas[i.persona_id])
+        i.highlighted_body, i.entity_legend = view.highlighted_body, view.legend
     return render(
         request,
         "review/group.html",
@@ -521,6 +584,19 @@ def group_decide(request):
     personas = Persona.objects.in_bulk([p for p, _d in pairs])
     docs = Document.objects.select_related("collection").in_bulk([d for _p, d in pairs])
     items = [(personas[p], docs[d]) for p, d in pairs if p in personas and d in docs]
+    held = []
+    if request.POST.get("kind") == "release":
+        # words redacted elsewhere: released only on the document's own page, by a choice
+        held = [(p, d) for p, d in items if copies.held_elsewhere(persona=p, document=d)]
+        items = [i for i in items if i not in held]
+    for _p, doc in held:
+        messages.warning(
+            request,
+            f"Not released: “{doc.subject or doc.docid}” holds words redacted in another "
+            "document; release it on its own page, redacted or readable.",
+        )
+    if held and not items:
+        return redirect("review-queue")
     try:
         outcome = services.review_decide_group(
             archivist=request.user, items=items, **_decision_fields(request)
@@ -543,12 +619,28 @@ def group_decide(request):
 def decide(request, persona_id, document_id):
     """Record the archivist's decision on a document (release, withhold, not relevant)."""
     persona = get_object_or_404(Persona, pk=persona_id)
-    doc = get_object_or_404(Document, pk=document_id)
+    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
     try:
-        services.review_decide(
-            archivist=request.user, persona=persona, document=doc, **_decision_fields(request)
-        )
-    except services.DecisionError as exc:
+        fields = _decision_fields(request)
+        held = fields["kind"] == "release" and copies.held_elsewhere(persona=persona, document=doc)
+        if held:
+            # never released silently with words redacted elsewhere: a person chooses
+            if request.POST.get("elsewhere") not in ("redact", "show"):
+                words = ", ".join(f"“{e['text']}”" for e in held)
+                raise services.DecisionError(
+                    f"Not released: it holds {words}, redacted in another document. Choose "
+                    "to redact it here too, or to release it readable."
+                )
+            copies.release_with_elsewhere(
+                archivist=request.user,
+                persona=persona,
+                document=doc,
+                choice=request.POST["elsewhere"],
+                note=fields["note"],
+            )
+        else:
+            services.review_decide(archivist=request.user, persona=persona, document=doc, **fields)
+    except (services.DecisionError, redaction.RedactionError) as exc:
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     done = _DONE.get(request.POST["kind"], "Decided on")

@@ -52,6 +52,11 @@ def _postings(path: str) -> Postings:
     return Postings.load(path)
 
 
+def postings_at(path) -> Postings:
+    """The postings saved at ``path``, loaded once per process."""
+    return _postings(str(path))
+
+
 def _key(publication: Publication) -> tuple:
     collection = publication.collection
     model = (
@@ -134,6 +139,7 @@ def view(publication: Publication) -> VisibleView:
         docids=shown,
         today=key[-1],
         analyze=lucene.analyze,
+        postings=postings,
     )
     searched = postings.replaced(redacted)
     fresh = VisibleView(key, VisibleIndex(searched, rows), shown, postings)

@@ -108,3 +108,17 @@ def published(sample_collection, tmp_path):
     store_scores(c, persona, [d.docid for d in docs], scores, tmp_path / "model.joblib")
     Publication.objects.create(collection=c, persona=persona, published=True, band_low=0.2)
     return c, persona, docs, kinds
+
+
+def with_a_quoting_copy(published, line: str, quoted: str):
+    """Two safe (visible) documents of ``published``: one with ``line`` before its body, and
+    a reply quoting ``quoted`` after its own; the index rebuilt (issue 20's copies)."""
+    c, _persona, docs, kinds = published
+    doc, quote = [d for d in docs if kinds[d.pk] == "safe"][:2]
+    doc.body = f"{line}\n{doc.body}"
+    quote.body = f"{quote.body}\n> {quoted}"
+    for d in (doc, quote):
+        d.save(update_fields=["body"])
+    index_build(collection_id=c.pk, force=True)
+    c.refresh_from_db()
+    return doc, quote

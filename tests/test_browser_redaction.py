@@ -1,7 +1,8 @@
 """Redaction in Debian's Chromium (issue 20): the archivist sees the account number
-highlighted, jumps to it with e, releases a redacted copy with x; the searcher finds the
-message by another word, sees the redaction mark, and a search for the number finds
-nothing."""
+highlighted, jumps to it with e, chooses a reason, releases a redacted copy with x, and
+redacts the copy a reply quotes from the list of copies; a lead sees both versions; the
+searcher finds the message by another word, sees the redaction mark, and a search for the
+number finds nothing."""
 
 import importlib
 import os
@@ -11,9 +12,9 @@ import pytest
 from django.urls import reverse
 
 from annotate.entities import collection_entities_detect
-from ranking.services import index_build
 from review.models import Redaction, RedactionReason
 from tests.browserkit import login, needs_chromium, wait_for, watch
+from tests.reviewkit import with_a_quoting_copy
 
 pytestmark = [
     *needs_chromium,
@@ -34,12 +35,14 @@ def test_archivist_redacts_an_account_number_and_the_searcher_cannot_find_it(
     seeded = importlib.import_module("review.migrations.0005_redaction_reasons_default")
     for code, label in seeded.REASONS:
         RedactionReason.objects.get_or_create(code=code, defaults={"label": label})
-    doc = next(d for d in docs if kinds[d.pk] == "safe")
-    doc.body = f"Please pay the zebraword invoice into account no. {NUMBER} today.\n{doc.body}"
-    doc.save(update_fields=["body"])
-    index_build(collection_id=c.pk, force=True)
+    # and a reply quoting it, visible to searchers: a copy of the number
+    doc, quote = with_a_quoting_copy(
+        published,
+        f"Please pay the zebraword invoice into account no. {NUMBER} today.",
+        f"Please pay the invoice into account no. {NUMBER} today.",
+    )
     collection_entities_detect(collection_id=c.pk)
-    for name in ("searcher", "archivist"):
+    for name in ("searcher", "archivist", "lead"):
         users[name].set_password("pw-browser")
         users[name].save()
     url = live_server.url
@@ -57,6 +60,7 @@ def test_archivist_redacts_an_account_number_and_the_searcher_cannot_find_it(
     wait_for(archivist, "!!document.querySelector('article.email mark.ent-current')")
     box = archivist.locator("input[name=span][value$=':account']")
     assert box.is_checked()  # suggested: found with a strict format
+    archivist.select_option("select[name=reason]", "financial")  # no reason preselected
     archivist.screenshot(path=str(_shots() / "review-redaction.png"))
     archivist.keyboard.press("x")  # release the redacted copy
     deadline = time.monotonic() + 30  # the release retrains nothing, but CI's machine is busy
@@ -66,6 +70,28 @@ def test_archivist_redacts_an_account_number_and_the_searcher_cannot_find_it(
     archivist.wait_for_load_state("load")
     made = Redaction.objects.get(document=doc)
     assert [s["text"] for s in made.spans] == [NUMBER]
+    # the archivist stays on the page, which lists the copy and redacts it in one action
+    copies = archivist.locator("#copies")
+    copies.wait_for()
+    assert quote.docid in copies.inner_text() and "visible to searchers" in copies.inner_text()
+    copies.scroll_into_view_if_needed()
+    archivist.screenshot(path=str(_shots() / "review-copies.png"))
+    # the copy's own review page warns, and a release needs a choice
+    archivist.locator(f"#copies a[href$='/{quote.pk}/']").click()
+    warning = archivist.locator("fieldset.held-elsewhere")
+    warning.wait_for()
+    assert NUMBER in warning.inner_text()
+    archivist.screenshot(path=str(_shots() / "release-warning.png"))
+    archivist.go_back()
+    copies.locator("button").click()
+    archivist.wait_for_load_state("load")
+    assert [s["text"] for s in Redaction.objects.get(document=quote).spans] == [NUMBER]
+    lead = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    watch(lead, url, events)
+    login(lead, url, users["lead"].username, "pw-browser")
+    lead.goto(f"{url}{reverse('review-redactions')}")
+    assert "Personal financial information" in lead.inner_text("table")
+    lead.screenshot(path=str(_shots() / "lead-redactions.png"))
 
     searcher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
     watch(searcher, url, events)
@@ -78,7 +104,7 @@ def test_archivist_redacts_an_account_number_and_the_searcher_cannot_find_it(
     assert NUMBER not in results and "█" in results
     searcher.locator(f"#results a[href='{link}']").click()
     searcher.wait_for_url(f"**{link}")
-    assert searcher.locator(".body span.redacted").count() == 1
+    assert searcher.locator(".body span.redacted").inner_text() == "[redacted]"
     assert NUMBER not in searcher.content()
     searcher.screenshot(path=str(_shots() / "searcher-redacted.png"))
     searcher.goto(f"{url}{reverse('searcher-search', args=[c.slug])}?q={NUMBER}")

@@ -50,3 +50,15 @@ def test_a_lexicon_without_a_name_is_refused(sample_collection, make_project):
     project, _users = make_project(n_tasks=1)
     with pytest.raises(ValueError, match="name"):
         lexicon_save(persona=project.personas.get(), name="  ", terms="x")
+
+
+def test_the_lexicon_page_shows_every_term_and_their_count(db, login, make_user):
+    """Fresh-eye finding: the box was 4 lines high, a long list was cut off from sight."""
+    from annotate.models import Persona
+
+    persona = Persona.objects.create(name="Donor")
+    terms = "\n".join(f"term{i}" for i in range(30))
+    Lexicon.objects.create(persona=persona, name="people", terms=terms)
+    page = login(make_user("lexlead2", roles.LEAD)).get(reverse("review-lexicons")).content
+    page = page.decode()
+    assert "Terms (30)" in page and 'rows="31"' in page and "term29" in page

@@ -69,6 +69,12 @@ def test_redaction_takes_whole_words_and_leaves_no_term():
     assert entities.redact("abc", []) == "abc"
 
 
+def test_every_redacted_span_leaves_the_same_mark_whatever_its_length():
+    short = entities.redact("PIN 7302 now", [(4, 8)])
+    long = entities.redact("PIN 4821 5678 9012 now", [(4, 18)])
+    assert short == long == f"PIN {entities.REDACTED} now"
+
+
 def test_precision_and_recall_on_the_labelled_fixtures():
     scores = entities.evaluate(FIXTURES.read_text().splitlines())
     overall = scores["all"]

@@ -8,6 +8,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from annotate.entities import collection_entities_detect
 from ranking.services import collection_near_duplicates, index_build
 from review import selectors, services, visibility
 from review.models import AuditEvent, Decision, ReviewRequest
@@ -187,3 +188,16 @@ def test_a_hidden_near_duplicate_does_not_change_what_a_searcher_sees(published,
     with_hidden = _results(searcher, c, "zebra")
     assert with_hidden == without
     assert "Alpha" in without and "Beta" in without and "near-duplicate" not in without
+
+
+def test_the_group_page_highlights_the_entities_as_the_review_page_does(copies, users, login):
+    """Fresh-eye finding: the group page showed the bodies without the entity highlights."""
+    c, persona, a, b, other = copies
+    a.body += "\nCall me on 713-853-1234 about it."
+    a.save(update_fields=["body"])
+    collection_entities_detect(collection_id=c.pk)
+    _queue(users["searcher"], persona, [a, b])
+    items = [f"{persona.pk}-{a.pk}", f"{persona.pk}-{b.pk}"]
+    page = login(users["archivist"]).get(reverse("review-group"), {"item": items}).content
+    page = page.decode()
+    assert 'class="ent ent-phone"' in page and 'class="entity-legend"' in page

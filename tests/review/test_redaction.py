@@ -12,9 +12,9 @@ from annotate.entities import collection_entities_detect
 from annotate.models import Attachment
 from ranking import lucene
 from ranking.services import index_build
-from review import redaction, services, visibility
+from review import copies, redaction, services, visibility
 from review.models import AuditEvent, Redaction, SearchLog
-from tests.reviewkit import searcher_search
+from tests.reviewkit import searcher_search, with_a_quoting_copy
 
 pytestmark = pytest.mark.lucene
 NUMBER = "8876543210"
@@ -147,10 +147,11 @@ def test_a_lead_goes_back_to_no_redaction_and_the_number_is_searchable_again(acc
     lead = login(users["lead"])
     page = lead.get(reverse("review-redactions")).content.decode()
     assert doc.docid in page and "in force" in page
-    lead.post(reverse("review-redaction-revert", args=[persona.pk, doc.pk]), {"to_version": 0})
+    revert = reverse("review-redaction-revert", args=[persona.pk, doc.pk])
+    lead.post(revert, {"to_version": 0, "confirm": "1"})
     assert list(Redaction.objects.values_list("version", "reverts")) == [(1, None), (2, 0)]
     assert [h.docid for h in visibility.view(c.publication).search(NUMBER, 10)] == [doc.docid]
-    lead.post(reverse("review-redaction-revert", args=[persona.pk, doc.pk]), {"to_version": 1})
+    lead.post(revert, {"to_version": 1, "confirm": "1"})
     assert visibility.view(c.publication).search(NUMBER, 10) == []
     assert AuditEvent.objects.filter(action="redaction-revert").count() == 2
     log = lead.get(reverse("audit-log")).content.decode()
@@ -201,3 +202,231 @@ def test_a_bad_span_is_refused_with_what_was_wrong(account, users, spans, error)
             archivist=users["archivist"], persona=persona, document=doc, spans=spans
         )
     assert not Redaction.objects.exists()
+
+
+# --- copies: near-duplicates, quotes, forwards -----------------------------------------------
+
+
+@pytest.fixture
+def copy_pair(published, users):
+    """Two safe documents (visible to searchers): D with the account number, and D2, a
+    reply quoting it (the number written in upper-case context, with another rare word)."""
+    c, persona, _docs, _kinds = published
+    doc, quote = with_a_quoting_copy(
+        published,
+        f"Please pay into account no. {NUMBER} quickly, zebraword.",
+        f"PLEASE PAY INTO ACCOUNT NO. {NUMBER} QUICKLY\nwombatword",
+    )
+    return c, persona, doc, quote
+
+
+def test_a_redacted_number_is_not_found_through_a_released_quoting_copy(copy_pair, users):
+    """The attacker test: D is redacted and released, D2 (quoting D) released as it is (no
+    one looked at it): the searcher's search for the number finds nothing. Without the
+    collection-wide hiding (``elsewhere`` ignored in ``review.redaction.redacted_rows``) it
+    finds D2."""
+    c, persona, doc, quote = copy_pair
+    assert {h.docid for h in visibility.view(c.publication).search(NUMBER, 10)} == {
+        doc.docid,
+        quote.docid,
+    }
+    _redact(users, persona, doc)
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=quote, kind="release"
+    )
+    view = visibility.view(c.publication)
+    assert quote.docid in view.docids
+    assert view.search(NUMBER, 10) == []
+    assert lucene.analyze(NUMBER)[0] not in view.index.vocabulary
+    assert [h.docid for h in view.search("wombatword", 10)] == [quote.docid]
+    [shown] = redaction.searcher_copies(persona=persona, documents=[quote])
+    assert NUMBER not in shown.body and shown.redacted
+
+
+def test_the_review_page_lists_the_copies_and_redacts_them_with_the_same_reason(
+    copy_pair, login, users
+):
+    c, persona, doc, quote = copy_pair
+    archivist = login(users["archivist"])
+    r = archivist.post(
+        reverse("review-redact", args=[persona.pk, doc.pk]),
+        {"phrases": NUMBER, "reason": "financial"},
+    )
+    # after saving, the archivist stays on the page, which lists the copy with its state
+    assert r.url == reverse("review-item", args=[persona.pk, doc.pk])
+    page = archivist.get(r.url).content.decode()
+    assert "Copies of the redacted words (1)" in page and quote.docid in page
+    assert "visible to searchers" in page and "Apply the same redaction to these 1" in page
+    archivist.post(reverse("review-redact-copies", args=[persona.pk, doc.pk]), {"copy": [quote.pk]})
+    made = Redaction.objects.get(document=quote)
+    assert [s["reason"] for s in made.spans] == ["financial"]
+    assert quote.body[made.spans[0]["start"] : made.spans[0]["end"]] == NUMBER
+    assert AuditEvent.objects.filter(action="redact", document=quote).count() == 1
+    page = archivist.get(r.url).content.decode()
+    assert "already redacted there" in page and "Apply the same redaction" not in page
+    r = archivist.post(reverse("review-redact-copies", args=[persona.pk, doc.pk]), {})
+    assert "No copies were chosen" in archivist.get(r.url).content.decode()
+
+
+def test_releasing_a_copy_asks_for_a_choice_and_only_an_explicit_one_shows_it(
+    copy_pair, login, users
+):
+    c, persona, doc, quote = copy_pair
+    _redact(users, persona, doc)
+    archivist = login(users["archivist"])
+    item = reverse("review-item", args=[persona.pk, quote.pk])
+    page = archivist.get(item).content.decode()
+    assert "Words redacted in other documents" in page and f"“{NUMBER}”" in page
+    decide = reverse("review-decide", args=[persona.pk, quote.pk])
+    r = archivist.post(decide, {"kind": "release"})
+    assert "Not released: it holds" in archivist.get(r.url).content.decode()
+    assert not services.Decision.objects.filter(document=quote).exists()
+    # a person's explicit choice: released readable, recorded and audited
+    archivist.post(decide, {"kind": "release", "elsewhere": "show"})
+    assert services.Decision.objects.get(document=quote).kind == "release"
+    assert Redaction.objects.get(document=quote).shows_elsewhere
+    assert AuditEvent.objects.filter(action="redaction-show-elsewhere").count() == 1
+    log = login(users["lead"]).get(reverse("audit-log")).content.decode()
+    assert "with 1 string(s) redacted in other documents left readable" in log
+    archivist = login(users["archivist"])
+    assert [h.docid for h in visibility.view(c.publication).search(NUMBER, 10)] == [quote.docid]
+    page = archivist.get(reverse("review-item", args=[persona.pk, doc.pk])).content.decode()
+    assert "visible to searchers and readable (a person chose" in page
+    # or the same redaction: a new version (which ends the choice to show)
+    archivist.post(decide, {"kind": "release", "elsewhere": "redact"})
+    made = Redaction.objects.filter(document=quote).latest("version")
+    assert [s["text"] for s in made.spans] == [NUMBER] and not made.shows_elsewhere
+    assert visibility.view(c.publication).search(NUMBER, 10) == []
+
+
+# --- the mark tells nothing of the secret's length --------------------------------------------
+
+
+@pytest.fixture
+def twins(published):
+    """Two visible documents identical but for a redacted number: 4 digits in one, 12
+    (written in groups, three terms) in the other."""
+    c, persona, docs, kinds = published
+    short, long = [d for d in docs if kinds[d.pk] == "safe"][:2]
+    same = [
+        f.attname
+        for f in short._meta.concrete_fields
+        if f.attname not in ("id", "docid", "collection_id", "created_at", "message_id")
+    ]
+    for f in same:
+        setattr(long, f, getattr(short, f))
+    text = "Hello, the kiwiword figures: PIN {} for the kiwiword vault, see you."
+    short.body, long.body = text.format("7302"), text.format("4821 5678 9012")
+    for d in (short, long):
+        d.attachments.all().delete()
+        d.save()
+    index_build(collection_id=c.pk, force=True)
+    c.refresh_from_db()
+    return c, persona, short, long
+
+
+def test_a_4_and_a_12_digit_redacted_number_look_and_score_the_same(twins, login, users):
+    """The attacker test: byte-identical searcher pages and snippets (but for the ids) and
+    equal BM25 scores. With the old mark (3-12 blocks, as long as the secret) the pages and
+    snippets differ."""
+    c, persona, short, long = twins
+    for d, number in ((short, "7302"), (long, "4821 5678 9012")):
+        start = d.body.index(number)
+        span = {"field": "body", "start": start, "end": start + len(number)}
+        redaction.redaction_save(
+            archivist=users["archivist"],
+            persona=persona,
+            document=d,
+            spans=[{**span, "kind": "typed", "reason": "financial"}],
+        )
+        services.review_decide(
+            archivist=users["archivist"], persona=persona, document=d, kind="release"
+        )
+    hits = visibility.view(c.publication).search("kiwiword", 10)
+    assert {h.docid for h in hits} == {short.docid, long.docid}
+    # a tie: equal scores, the second 1e-6 lower as Anserini breaks ties (by docid)
+    assert abs(hits[0].score - hits[1].score) < 2e-6
+    searcher = login(users["searcher"])
+
+    results = searcher_search(searcher, c, "kiwiword").content.decode()
+    snippets = re.findall(r'<p class="snippet">(.*?)</p>', results, re.S)
+    assert len(snippets) == 2 and snippets[0] == snippets[1], snippets
+    assert "7302" not in results and "4821" not in results
+
+    def page(d):
+        html = searcher.get(reverse("searcher-document", args=[c.slug, d.pk])).content.decode()
+        html = re.sub(r"[A-Za-z0-9]{64}", "CSRF", html)  # the page's token, new each time
+        return html.replace(d.docid, "DOCID").replace(f"/{d.pk}/", "/PK/")
+
+    shown = page(short)
+    assert "[redacted]" in shown and "7302" not in shown
+    assert shown == page(long)
+
+
+# --- fresh-eye findings on the redaction pages ----------------------------------------------
+
+
+def test_a_revert_needs_a_choice_and_a_confirmation_and_must_change_something(
+    account, login, users
+):
+    c, persona, doc = account
+    _redact(users, persona, doc)
+    lead = login(users["lead"])
+    page = lead.get(reverse("review-redactions")).content.decode()
+    # labels, not codes; no version chosen beforehand
+    assert "Personal financial information" in page and ", financial)" not in page
+    assert '<option value="" selected disabled>Choose…</option>' in page
+    revert = reverse("review-redaction-revert", args=[persona.pk, doc.pk])
+    for post, error in (
+        ({"confirm": "1"}, "choose the version to go back to"),
+        ({"to_version": 0}, "Tick “I confirm”"),
+    ):
+        r = lead.post(revert, post)
+        assert error in lead.get(r.url).content.decode()
+    assert Redaction.objects.count() == 1
+    lead.post(revert, {"to_version": 0, "confirm": "1"})
+    r = lead.post(revert, {"to_version": 0, "confirm": "1"})  # again: nothing to change
+    assert (
+        "nothing changed: the newest version (v2) already redacts nothing"
+        in lead.get(r.url).content.decode()
+    )
+    assert Redaction.objects.count() == 2
+
+
+def test_the_reason_is_an_explicit_choice(account, login, users):
+    c, persona, doc = account
+    archivist = login(users["archivist"])
+    item = reverse("review-item", args=[persona.pk, doc.pk])
+    page = archivist.get(item).content.decode()
+    assert '<select name="reason" required><option value="" selected disabled>' in page
+    r = archivist.post(
+        reverse("review-redact", args=[persona.pk, doc.pk]), {"phrases": NUMBER, "reason": ""}
+    )
+    assert "choose a reason for the redaction" in archivist.get(r.url).content.decode()
+    assert not Redaction.objects.exists()
+
+
+def test_a_copy_can_still_be_withheld_without_the_release_choice(copy_pair, login, users):
+    """The choice is asked of a release only: withholding the copy needs none."""
+    c, persona, doc, quote = copy_pair
+    _redact(users, persona, doc)
+    archivist = login(users["archivist"])
+    archivist.post(reverse("review-decide", args=[persona.pk, quote.pk]), {"kind": "withhold"})
+    assert services.Decision.objects.get(document=quote).kind == "withhold"
+
+
+def test_a_copy_writing_the_number_in_groups_is_hidden_too(published, users):
+    """The copy writes 88765 43210: neither group stays searchable (the index finds it as a
+    candidate by the number's leading digits). Without the leading-digits candidates in
+    ``review.redaction.candidates`` the search for 88765 finds the copy."""
+    c, persona, _docs, _kinds = published
+    doc, quote = with_a_quoting_copy(
+        published, f"Pay into account no. {NUMBER}.", f"account {NUMBER[:5]} {NUMBER[5:]}"
+    )
+    _redact(users, persona, doc)
+    services.review_decide(
+        archivist=users["archivist"], persona=persona, document=quote, kind="release"
+    )
+    view = visibility.view(c.publication)
+    assert view.search(NUMBER[:5], 10) == [] and view.search(NUMBER[5:], 10) == []
+    assert [x.document.pk for x in copies.copies_of(persona=persona, document=doc)] == [quote.pk]

@@ -1,0 +1,255 @@
+"""Copies of redacted words in other documents (issue 20).
+
+An archivist redacts a string in document D; a near-duplicate, a reply quoting D, a forward
+or any other message of the collection may hold it too. The searcher never finds it there
+either: ``review.redaction`` hides every string redacted in the collection (for the persona)
+in every document searchers see, unless a person released that document with them readable
+(``Redaction.shows_elsewhere``). This module makes the copies visible to the archivist and
+easy to redact for good, each as its own audited redaction version:
+
+- ``copies_of``: the other documents holding a string D's redaction hides, with their state;
+- ``redact_copies``: the same redaction (same reason) in each of them;
+- ``held_elsewhere``: the strings redacted in other documents that a document holds (the
+  release page warns about them), and ``release_with_elsewhere``: release it with the same
+  redaction, or, a person's explicit choice, with them readable.
+
+Candidates come from the collection's index (``redaction.candidates``: the rows that hold
+every analysed term of the string, or for a number a leading part of it, read from the
+index's sparse matrix, no scan of the texts), then
+each candidate's text (subject, body, headers, attachments) is matched as
+``ranking.entities.redact_everywhere`` matches: case- and space-insensitive, whole words.
+"""
+
+import contextlib
+from dataclasses import dataclass
+from datetime import date
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotate.models import Document, Persona
+from ranking import entities as recognisers
+from ranking import lucene
+from ranking.services import IndexNotReady, index_paths
+from review import redaction, visibility
+from review.models import Decision, Publication, ReviewRequest
+from review.selectors import decisions_in_force_kinds
+from review.services import review_decide
+
+VISIBLE, READABLE, QUEUED, WITHHELD, HIDDEN = "visible", "readable", "queued", "withheld", "hidden"
+STATE_WORDS = {
+    VISIBLE: "visible to searchers (shown redacted)",
+    READABLE: "visible to searchers and readable (a person chose to release it so)",
+    QUEUED: "waiting in the review queue",
+    WITHHELD: "withheld",
+    HIDDEN: "not visible to searchers (above the classifier's band)",
+}
+
+
+@dataclass
+class Copy:
+    document: Document
+    secrets: list[dict]  # {"text", "reason", "document_id"} of ``secrets_in_force``
+    state: str
+    redacted: bool  # its own redaction in force already hides them
+
+    @property
+    def state_words(self) -> str:
+        return STATE_WORDS[self.state]
+
+
+def _texts(document: Document) -> list[str]:
+    return [
+        *(getattr(document, f) for f in (*redaction.FIELDS, *redaction.HEADERS)),
+        *(t for a in document.attachments.all() for t in (a.filename, a.text)),
+    ]
+
+
+def _held(document: Document, secrets: list[dict]) -> list[dict]:
+    """The secrets that occur in the document (any field, header or attachment)."""
+    texts = _texts(document)
+    return [
+        e
+        for e in secrets
+        if (pattern := recognisers.secret_pattern(e["text"])) is not None
+        and any(pattern.search(t) for t in texts)
+    ]
+
+
+def _keys(document: Document, own) -> set[str]:
+    """The ``secret_key`` of each string the document's own redaction hides."""
+    return {recognisers.secret_key(t) for t in redaction.redacted_secrets(document, own)}
+
+
+def _postings(collection):
+    if collection.indexed_version is None:
+        raise IndexNotReady(collection)
+    path = index_paths(collection=collection).postings
+    if not path.exists():
+        raise IndexNotReady(collection)
+    return visibility.postings_at(path)
+
+
+def copies_of(*, persona: Persona, document: Document, today: date | None = None) -> list[Copy]:
+    """The other documents of the collection that hold a string the document's redaction in
+    force hides, each with its state for the persona. Empty when the collection has no
+    index yet (then nothing of it is searchable)."""
+    today = today or timezone.localdate()
+    own = redaction.redactions_in_force(persona=persona, today=today, document_ids=[document.pk])
+    if document.pk not in own:
+        return []
+    everything = redaction.secrets_in_force(
+        persona=persona, collection=document.collection, today=today
+    )
+    secrets = [
+        everything[key]
+        for s in own[document.pk].spans
+        if (key := recognisers.secret_key(s.get("text", ""))) in everything
+    ]
+    secrets = list({id(e): e for e in secrets}.values())
+    try:
+        postings = _postings(document.collection)
+    except IndexNotReady:
+        return []
+    docids = redaction.candidates(postings, [e["text"] for e in secrets], lucene.analyze)
+    candidates = (
+        Document.objects.filter(collection=document.collection, docid__in=docids)
+        .exclude(pk=document.pk)
+        .prefetch_related("attachments")
+        .order_by("id")
+    )
+    found = [(d, held) for d in candidates if (held := _held(d, secrets))]
+    return _with_states(persona=persona, found=found, today=today)
+
+
+def _with_states(*, persona, found, today) -> list[Copy]:
+    ids = [d.pk for d, _h in found]
+    kinds = decisions_in_force_kinds(persona=persona, today=today, document_ids=ids)
+    queued = set(
+        ReviewRequest.objects.filter(
+            persona=persona, document_id__in=ids, status=ReviewRequest.Status.PENDING
+        ).values_list("document_id", flat=True)
+    )
+    force = redaction.redactions_in_force(persona=persona, today=today, document_ids=ids)
+    readable = redaction.shows_elsewhere(persona=persona, document_ids=ids)
+    visible: frozenset[str] = frozenset()
+    if found:
+        publication = Publication.objects.filter(
+            collection=found[0][0].collection_id, persona=persona
+        ).first()
+        if publication is not None:
+            with contextlib.suppress(IndexNotReady):
+                visible = visibility.view(publication).docids
+    out = []
+    for d, held in found:
+        if d.docid in visible:
+            state = READABLE if d.pk in readable else VISIBLE
+        elif kinds.get(d.pk) == Decision.Kind.WITHHOLD:
+            state = WITHHELD
+        elif d.pk in queued:
+            state = QUEUED
+        else:
+            state = HIDDEN
+        keys = _keys(d, force.get(d.pk))
+        covered = all(recognisers.secret_key(e["text"]) in keys for e in held)
+        out.append(Copy(d, held, state, covered))
+    return out
+
+
+def held_elsewhere(*, persona: Persona, document: Document) -> list[dict]:
+    """The strings redacted in other documents of the collection (in force) that this
+    document holds and its own redaction does not hide."""
+    today = timezone.localdate()
+    own = redaction.redactions_in_force(persona=persona, today=today, document_ids=[document.pk])
+    hidden = _keys(document, own.get(document.pk))
+    secrets = [
+        e
+        for key, e in redaction.secrets_in_force(
+            persona=persona, collection=document.collection, today=today
+        ).items()
+        if e["document_id"] != document.pk and key not in hidden
+    ]
+    return _held(document, secrets)
+
+
+def _same_redaction(*, archivist, persona, document, secrets, note) -> redaction.Redaction | None:
+    """Add the occurrences of ``secrets`` in the document's subject and body (with their
+    reason) to its redaction in force, as a new audited version; None when they occur only
+    in headers or attachments (hidden there by the searcher's copy all the same)."""
+    spans = []
+    for e in secrets:
+        pattern = recognisers.secret_pattern(e["text"])
+        for field in redaction.FIELDS:
+            for m in pattern.finditer(getattr(document, field)):
+                spans.append(
+                    {
+                        "field": field,
+                        "start": m.start(),
+                        "end": m.end(),
+                        "kind": "copy",
+                        "reason": e["reason"],
+                    }
+                )
+    if not spans:
+        return None
+    today = timezone.localdate()
+    current = redaction.redactions_in_force(
+        persona=persona, today=today, document_ids=[document.pk]
+    ).get(document.pk)
+    return redaction.redaction_save(
+        archivist=archivist,
+        persona=persona,
+        document=document,
+        spans=[*(current.spans if current else []), *spans],
+        until=current.until if current else None,
+        note=note,
+    )
+
+
+def redact_copies(*, archivist, persona: Persona, document: Document, ids: list[int]) -> dict:
+    """Give each chosen copy of the document's redacted strings the same redaction (same
+    reason), each its own audited version. ``{"redacted": [...], "headers_only": [...]}``."""
+    chosen = {c.document.pk: c for c in copies_of(persona=persona, document=document)}
+    out: dict[str, list[Document]] = {"redacted": [], "headers_only": []}
+    for pk in ids:
+        c = chosen.get(pk)
+        if c is None or c.redacted:
+            continue
+        made = _same_redaction(
+            archivist=archivist,
+            persona=persona,
+            document=c.document,
+            secrets=c.secrets,
+            note=f"the same redaction as {document.docid}",
+        )
+        out["redacted" if made else "headers_only"].append(c.document)
+    return out
+
+
+def release_with_elsewhere(
+    *, archivist, persona: Persona, document: Document, choice: str, note: str = ""
+) -> None:
+    """Release a document holding strings redacted elsewhere, as a person chose: ``redact``
+    them here too (a new redaction version), or ``show`` them (a version that records the
+    choice, ``shows_elsewhere``; audited ``redaction-show-elsewhere``)."""
+    held = held_elsewhere(persona=persona, document=document)
+    if choice not in ("redact", "show"):
+        raise redaction.RedactionError(
+            "choose whether to redact the words redacted elsewhere, or to release them readable"
+        )
+    with transaction.atomic():
+        if choice == "redact":
+            _same_redaction(
+                archivist=archivist,
+                persona=persona,
+                document=document,
+                secrets=held,
+                note=note or "the same redaction as elsewhere in the collection",
+            )
+        else:
+            redaction.shows_elsewhere_save(
+                user=archivist, persona=persona, document=document, texts=[e["text"] for e in held]
+            )
+        review_decide(
+            archivist=archivist, persona=persona, document=document, kind="release", note=note
+        )
