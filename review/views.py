@@ -263,6 +263,9 @@ def _exposure_context(doc, persona, found, publication) -> dict:
         "published": publication is not None and publication.persona_id == persona.pk,
         "polling": found is not None
         and found.status in (Exposure.Status.QUEUED, Exposure.Status.RUNNING),
+        "overview": exposure.exposure_overview(found)
+        if found is not None and found.status == Exposure.Status.READY
+        else None,
     }
 
 
