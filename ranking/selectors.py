@@ -221,7 +221,13 @@ def plan_stopping(*, plan: LearningPlan, state=None, model=None, candidates=None
         "reviewed": state.reviewed,
         "spent": state.reviewed + len(judged_sample),
         "projected": expected,
-        "recommendation": stopping.recommend(verdicts, est, target=target),
+        "recommendation": stopping.recommend(
+            verdicts,
+            est,
+            target=target,
+            drawn=len(sample.documents) if sample else 0,
+            waiting=len(state.check_queued),
+        ),
     }
 
 
