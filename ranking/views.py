@@ -151,30 +151,19 @@ def stopping_report_export(request, slug, fmt):
     import io
     import json
 
-    from django.http import Http404, HttpResponse, JsonResponse
+    from django.http import Http404, HttpResponse
 
     project = get_object_or_404(AnnotationProject, slug=slug)
     if fmt not in ("csv", "json"):
         raise Http404("the stopping report is CSV or JSON")
     rows = selectors.stopping_report(project=project)
-    if not rows:
-        # No plan, no report: a bare CSV header would read as "nothing to stop" (docs:
-        # active-learning.md, Stopping report).
-        reason = (
-            f"No stopping report: project {project.slug} has no active-learning plan yet. "
-            "Start active learning for a topic on its learning page; the report then has "
-            "one row per plan and stopping rule."
-        )
-        if fmt == "json":
-            return JsonResponse({"project": project.slug, "rows": [], "error": reason}, status=404)
-        return HttpResponse(reason + "\n", content_type="text/plain", status=404)
     if fmt == "json":
         body = json.dumps({"project": project.slug, "rows": rows}, indent=1)
         response = HttpResponse(body, content_type="application/json")
     else:
         out = io.StringIO()
-        fields = list(rows[0]) if rows else ["topic"]
-        writer = csv.DictWriter(out, fieldnames=fields)
+        fields = max((list(r) for r in rows), key=len, default=["topic", "rule"])
+        writer = csv.DictWriter(out, fieldnames=fields, restval="")
         writer.writeheader()
         writer.writerows(rows)
         response = HttpResponse(out.getvalue(), content_type="text/csv")

@@ -141,7 +141,7 @@ def test_the_stopping_form_speaks_percent_and_names_what_was_wrong(plan_world, c
     assert len(CheckSample.objects.get(plan=plan).documents) == 50
 
 
-def test_a_project_without_plans_has_no_stopping_report_and_says_why(
+def test_a_topic_without_a_plan_gets_a_row_that_says_so_not_a_bare_header(
     sample_collection, client, make_user
 ):
     from tests.factories import ProjectFactory
@@ -150,8 +150,11 @@ def test_a_project_without_plans_has_no_stopping_report_and_says_why(
     project = ProjectFactory(collection=sample_collection, annotators=[annotator])
     client.force_login(make_user("empty-lead", roles.LEAD))
     r = client.get(reverse("stopping-report-csv", args=[project.slug]))
-    assert r.status_code == 404 and r["Content-Type"].startswith("text/plain")
-    assert "has no active-learning plan yet" in r.content.decode()
+    assert r.status_code == 200
+    lines = r.content.decode().splitlines()
+    assert len(lines) == 2 and lines[0] == "topic,rule,recommendation"
+    assert "No active-learning plan for this topic" in lines[1]
     r = client.get(reverse("stopping-report-json", args=[project.slug]))
-    assert r.status_code == 404 and r.json()["rows"] == []
-    assert "has no active-learning plan yet" in r.json()["error"]
+    (row,) = r.json()["rows"]
+    assert row["topic"] == project.topics.get().number and row["rule"] == ""
+    assert row["recommendation"].startswith("No active-learning plan for this topic")
