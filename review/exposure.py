@@ -277,6 +277,10 @@ def _compute(row: Exposure) -> dict:
             "retrieved": len(retrieved),
             "verified": len(retrieved) + len(extra),
             "exposing": len(queries),
+            "logged_since": len(extra),
+            # every candidate reverse search chose exposes it: more beyond its depth may
+            "all_retrieved_expose": bool(retrieved)
+            and len({qid for qid, _ in retrieved} & {e.qid for e in found}) == len(retrieved),
             "k": publication.review_k,
             "exposure": round(sum(q["weight"] for q in queries), 4),
             "seconds": round(time.perf_counter() - built, 3),
@@ -355,6 +359,9 @@ def exposure_overview(row: Exposure) -> dict:
         "first": sum(1 for q in queries if q["rank"] == 0),
         "in_k": row.summary.get("exposing", len(queries)),
         "stored": len(queries),
+        "at_least": row.summary.get("all_retrieved_expose", False),
+        "logged": row.summary.get("by_source", {}).get("log", 0)
+        + row.summary.get("logged_since", 0),
         "searched": badges.count("searched"),
         "topic": badges.count("topic"),
         "generated": badges.count("generated"),

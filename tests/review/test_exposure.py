@@ -202,7 +202,9 @@ def test_the_card_sums_up_and_shows_the_first_ten_with_the_rest_behind_show_all(
     html = login(users["archivist"]).get(reverse("review-exposure", args=[persona.pk, doc.pk]))
     html = html.content.decode()
     first = sum(1 for q in row.queries if q["rank"] == 0)
-    assert f"Exposed at #1 by {first} queries, in the first {row.summary['k']} by {n};" in html
+    least = "at least " if row.summary["all_retrieved_expose"] else ""  # reverse search's depth
+    k = row.summary["k"]
+    assert f"Exposed at #1 by {first} queries, in the first {k} by {least}{n};" in html
     assert "0 were searched by users" in html
     top, _sep, rest = html.partition(f"<summary>Show all {n}</summary>")
     assert rest, "the rest is behind show all"
@@ -210,3 +212,29 @@ def test_the_card_sums_up_and_shows_the_first_ten_with_the_rest_behind_show_all(
     assert rest.count("<tr data-rank=") == n - exposure.SHOWN
     q = row.queries[0]
     assert f"<td>“{q['text']}”</td><td><strong>#{q['rank'] + 1}</strong></td>" in top
+
+
+def test_the_overview_counts_sources_says_at_least_when_capped_and_reads_older_rows():
+    q = lambda text, rank, source, **kw: {"text": text, "rank": rank, "source": source, **kw}  # noqa: E731
+    row = Exposure(
+        queries=[
+            q("serial port", 0, "log", badge="searched", searches=3),
+            q("port", 0, "generated", badge="searched", searches=1),
+            q("linux", 0, "topic", badge="topic", searches=0),
+            *[q(f"g{i}", 1, "generated", badge="generated", searches=0) for i in range(12)],
+        ],
+        summary={
+            "exposing": 15,
+            "retrieved": 14,
+            "all_retrieved_expose": True,
+            "logged_since": 2,
+            "by_source": {"topic": 1, "log": 1, "generated": 20},
+        },
+    )
+    o = exposure.exposure_overview(row)
+    assert (o["first"], o["in_k"], o["searched"], o["topic"], o["generated"]) == (3, 15, 2, 1, 12)
+    assert o["at_least"] and o["logged"] == 3
+    assert len(o["top"]) == exposure.SHOWN and len(o["rest"]) == 15 - exposure.SHOWN
+    older = Exposure(queries=[q("a b", 0, "log"), q("c", 2, "generated")], summary={"exposing": 2})
+    o = exposure.exposure_overview(older)  # computed before badges: read by source
+    assert [x["badge"] for x in o["top"]] == ["searched", "generated"] and not o["at_least"]
