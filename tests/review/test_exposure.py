@@ -55,10 +55,9 @@ def test_the_review_page_asks_the_worker_and_shows_the_queries_when_ready(publis
     html = archivist.get(panel).content.decode()
     assert "every 2s" not in html  # done: the page stops polling
     first = row.queries[0]
-    assert (
-        f"“{first['text']}”" in html and f"would rank <strong>#{first['rank'] + 1}</strong>" in html
-    )
+    assert f"“{first['text']}”" in html and f"<strong>#{first['rank'] + 1}</strong>" in html
     assert "Would be exposed, if released, at #1 by" in html  # an uncertain document is hidden
+    assert '<th scope="col">Would rank if released</th>' in html
 
 
 def test_exposing_queries_and_ranks_equal_brute_force_for_shown_and_hidden_documents(
@@ -211,7 +210,8 @@ def test_the_card_sums_up_and_shows_the_first_ten_with_the_rest_behind_show_all(
     assert top.count("<tr data-rank=") == exposure.SHOWN
     assert rest.count("<tr data-rank=") == n - exposure.SHOWN
     q = row.queries[0]
-    assert f"<td>“{q['text']}”</td><td><strong>#{q['rank'] + 1}</strong></td>" in top
+    assert f'<td>“{q["text"]}”</td><td class="num"><strong>#{q["rank"] + 1}</strong></td>' in top
+    assert '<th scope="col">Rank</th>' in top  # a visible document: its rank now
 
 
 def test_the_overview_counts_sources_says_at_least_when_capped_and_reads_older_rows():
