@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from annotate.jobs import queue_on_commit
@@ -49,6 +49,8 @@ SHOWN = 10  # shown before "show all"
 GAMMA = 0.5  # the searcher's RBP persistence for the exposure weight
 _lock = threading.Lock()
 _sets: dict[str, "CandidateSet"] = {}
+# per collection: the newest log id counted, the rows counted, that row's time, the counts
+_counts: dict[int, tuple] = {}
 
 
 class ExposureError(Exception):
@@ -291,19 +293,28 @@ def _compute(row: Exposure) -> dict:
 
 def _log_counts(collection: Collection) -> dict[tuple[str, ...], int]:
     """How often searchers ran each query of the collection, by its analysed terms as a bag
-    (what the ranker sees: "Budget  meeting" and "meeting budget" are one query)."""
-    counts: dict[tuple[str, ...], int] = {}
-    rows = (
-        SearchLog.objects.filter(collection=collection)
-        .order_by()
-        .values("query")
-        .annotate(n=Count("id"))
-        .values_list("query", "n")
-    )
-    for query, n in rows.iterator():
+    (what the ranker sees: "Budget  meeting" and "meeting budget" are one query). Kept per
+    worker process and brought up to date with the searches logged since (analysing a query
+    costs about 0.1 ms: a log of 10,000 distinct queries once, not at every exposure); a
+    log that lost rows (none is deleted today) is counted again."""
+    logs = SearchLog.objects.filter(collection=collection).order_by()
+    with _lock:
+        last, rows, stamp, counts = _counts.get(collection.pk, (0, 0, None, {}))
+    if rows and (
+        logs.filter(pk__lte=last).count() != rows
+        or logs.filter(pk=last).values_list("created_at", flat=True).first() != stamp
+    ):
+        last, rows, counts = 0, 0, {}
+    counts = dict(counts)
+    new = logs.filter(pk__gt=last).values("query").annotate(n=Count("id"), top=Max("id"))
+    for query, n, top in new.values_list("query", "n", "top").iterator():
         key = tuple(sorted(lucene.analyze(query))) if query.strip() else ()
         if key:
             counts[key] = counts.get(key, 0) + n
+        last, rows = max(last, top), rows + n
+    stamp = logs.filter(pk=last).values_list("created_at", flat=True).first()
+    with _lock:
+        _counts[collection.pk] = (last, rows, stamp, counts)
     return counts
 
 

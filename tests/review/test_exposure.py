@@ -238,3 +238,17 @@ def test_the_overview_counts_sources_says_at_least_when_capped_and_reads_older_r
     older = Exposure(queries=[q("a b", 0, "log"), q("c", 2, "generated")], summary={"exposing": 2})
     o = exposure.exposure_overview(older)  # computed before badges: read by source
     assert [x["badge"] for x in o["top"]] == ["searched", "generated"] and not o["at_least"]
+
+
+def test_search_counts_are_kept_up_to_date_and_equal_a_full_count(published, login, users):
+    c, persona, docs, kinds = published
+    searcher = login(users["searcher"])
+    for q in ("razor spam", "Spam  razor", "linux"):
+        searcher_search(searcher, c, q)
+    key = tuple(sorted(lucene.analyze("razor spam")))
+    assert exposure._log_counts(c)[key] == 2  # one query for the ranker, typed twice
+    searcher_search(searcher, c, "razor SPAM")
+    counts = exposure._log_counts(c)  # brought up to date from the cached counts
+    assert counts[key] == 3 and counts[tuple(lucene.analyze("linux"))] == 1
+    exposure._counts.clear()
+    assert exposure._log_counts(c) == counts
