@@ -18,12 +18,19 @@ MAX_SAMPLE = 5000
 
 def plan_stopping_set(*, plan: LearningPlan, recall_target: float, confidence: float):
     """Set what the lead wants certified: recall of at least ``recall_target`` with
-    ``confidence`` (both strictly between 0 and 1)."""
+    ``confidence`` (fractions, strictly between 0 and 1; the errors speak in percent, as
+    the lead's form does)."""
     problems = []
     if not 0 < recall_target < 1:
-        problems.append("the recall target must be above 0 and below 1 (e.g. 0.8)")
+        problems.append(
+            f"the recall target must be above 0% and below 100% (e.g. 80%), not "
+            f"{recall_target * 100:g}%"
+        )
     if not 0.5 <= confidence < 1:
-        problems.append("the confidence must be at least 0.5 and below 1 (e.g. 0.95)")
+        problems.append(
+            f"the confidence must be at least 50% and below 100% (e.g. 95%), not "
+            f"{confidence * 100:g}%"
+        )
     if problems:
         raise PlanError("; ".join(problems))
     LearningPlan.objects.filter(pk=plan.pk).update(
@@ -55,11 +62,18 @@ def check_frame(plan: LearningPlan, state=None, sample: CheckSample | None = Non
 
 
 def check_sample_draw(
-    *, plan: LearningPlan, size: int, margin: float | None = None, user=None
+    *,
+    plan: LearningPlan,
+    size: int,
+    margin: float | None = None,
+    user=None,
+    beyond_budget: bool = False,
 ) -> CheckSample:
     """Draw ``size`` documents at random, without replacement, from the frame and queue them
     as check tasks; a plan's second draw extends its sample from the same frame (so the
-    whole stays one simple random sample of it)."""
+    whole stays one simple random sample of it). The frame caps the sample; a sample larger
+    than the plan's budget (the review's own judgments: the sample's are on top of them) is
+    drawn only with ``beyond_budget``, the lead's explicit consent to that cost."""
     if size < 1:
         raise PlanError("draw at least 1 document")
     if size > MAX_SAMPLE:
@@ -81,6 +95,9 @@ def check_sample_draw(
             raise PlanError("no document is left to draw: every candidate is judged or queued")
         if size > len(frame):
             raise PlanError(f"only {len(frame)} documents are left to draw from, not {size}")
+        total = size + (len(sample.documents) if sample else 0)
+        if total > plan.budget and not beyond_budget:
+            raise PlanError(over_budget(total, plan.budget))
         seed = int(plan.random_seed) * 1_000_003 + (len(sample.documents) if sample else 0)
         drawn = np.random.default_rng(seed).choice(np.asarray(frame), size=size, replace=False)
         drawn = [int(d) for d in drawn]
@@ -112,6 +129,15 @@ def check_sample_draw(
         _enqueue(plan, documents, Task.Source.CHECK)
         learning_nudge(plan_id=plan.pk)
     return sample
+
+
+def over_budget(total: int, budget: int) -> str:
+    """Why a check sample of ``total`` documents needs the lead's consent."""
+    return (
+        f"a check sample of {total} documents is {total / budget:.1f}x the plan's budget of "
+        f"{budget} judgments, and its judgments come on top of the budget: choose a wider "
+        "margin or a smaller size, or tick “beyond the budget” to draw it anyway"
+    )
 
 
 def check_sample_size(

@@ -272,8 +272,11 @@ class ExposureRanker:
                 [pairs.setdefault(tb, len(pairs)) for tb in Counter(terms).items()]
             )
         n = view.n
-        if not n or not pairs:
+        if not pairs:
             return [None] * len(queries)
+        if not n:  # nothing visible: a release puts the document first wherever it scores
+            own = self._own_terms()
+            return [0 if self._outside_score(terms, own) > 0 else None for terms in queries]
         data, indices, indptr = [], [], [0]
         for term, boost in pairs:
             col = view.vocabulary.get(term)

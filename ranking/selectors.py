@@ -221,7 +221,13 @@ def plan_stopping(*, plan: LearningPlan, state=None, model=None, candidates=None
         "reviewed": state.reviewed,
         "spent": state.reviewed + len(judged_sample),
         "projected": expected,
-        "recommendation": stopping.recommend(verdicts, est, target=target),
+        "recommendation": stopping.recommend(
+            verdicts,
+            est,
+            target=target,
+            drawn=len(sample.documents) if sample else 0,
+            waiting=len(state.check_queued),
+        ),
     }
 
 
@@ -282,10 +288,21 @@ def _projected_by_expectation(plan, est, target) -> int | None:
     return stopping.projected_by_expectation(list(p.values_list("probability", flat=True)), needed)
 
 
+NO_PLAN = (
+    "No active-learning plan for this topic: start one on the project's learning page; "
+    "the report then has a row per stopping rule."
+)
+
+
 def stopping_report(*, project: AnnotationProject) -> list[dict]:
-    """One row per plan and rule: what the stopping panel shows, flat, for export."""
+    """One row per plan and rule: what the stopping panel shows, flat, for export; a topic
+    of the project without a plan gets one row that says so (a project without any plan
+    would otherwise export a bare header, which reads like a report with nothing in it)."""
     out = []
     plans = LearningPlan.objects.filter(project=project).select_related("topic", "project")
+    planned = set(plans.values_list("topic_id", flat=True))
+    for topic in project.topics.exclude(pk__in=planned).order_by("number"):
+        out.append({"topic": topic.number, "rule": "", "recommendation": NO_PLAN})
     for plan in plans.order_by("topic__number"):
         state = plan_state(plan)
         model = plan.models.order_by("-version").first()
@@ -324,4 +341,5 @@ def stopping_report(*, project: AnnotationProject) -> list[dict]:
                     "rule_projected_judgments": v.projected,
                 }
             )
+    out.sort(key=lambda row: row["topic"])  # stable: each plan's rules stay in order
     return out

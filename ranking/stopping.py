@@ -447,17 +447,38 @@ def projected_by_expectation(probabilities_unreviewed, needed_relevant: float) -
     return int(hit[0]) + 1 if len(hit) else None
 
 
-def recommend(verdicts: list[Verdict], est: Estimate | None, *, target: float) -> str:
-    """One sentence: what the lead should do and why."""
+def recommend(
+    verdicts: list[Verdict],
+    est: Estimate | None,
+    *,
+    target: float,
+    drawn: int = 0,
+    waiting: int = 0,
+) -> str:
+    """One sentence: what the lead should do and why. ``drawn``: the check sample's size;
+    ``waiting``: its tasks not judged yet (a sample being judged is judged first: its
+    estimate is not the sample's until then)."""
     certified = [v for v in verdicts if v.rule != "knee" and v.stop]
     open_ = [v for v in verdicts if v.rule != "knee" and v.stop is False]
-    if est is None:
+    if est is None and not drawn:
         return (
             "Draw a check sample: without one no rule can certify recall, and the knee "
             "method alone is a heuristic with no guarantee."
         )
+    tasks = f"{waiting} remaining check-sample task{'s' if waiting != 1 else ''}"
+    if est is None:
+        return (
+            f"Judge the {tasks} (of {drawn} drawn): no rule can certify recall until "
+            "check-sample documents are judged."
+        )
     lo, hi = est.recall[1], est.recall[2]
     ci = f"{est.confidence:.0%} interval {lo:.0%} to {hi:.0%}"
+    if waiting:
+        return (
+            f"Judge the {tasks}: so far {est.sampled} of the {drawn} are judged, recall is "
+            f"estimated at {est.recall[0]:.0%} ({ci}) against a target of {target:.0%}, and "
+            "the rules' verdicts are final only when the whole sample is judged."
+        )
     if certified:
         names = ", ".join(v.name for v in certified)
         return (
@@ -470,6 +491,6 @@ def recommend(verdicts: list[Verdict], est: Estimate | None, *, target: float) -
             f"estimated at {est.recall[0]:.0%} ({ci}) against a target of {target:.0%}."
         )
     return (
-        f"Judge more of the check sample (or draw a larger one): it cannot certify a "
-        f"{target:.0%} target yet; estimated recall {est.recall[0]:.0%} ({ci})."
+        f"Draw a larger check sample: the {est.sampled} judged cannot certify a "
+        f"{target:.0%} target; estimated recall {est.recall[0]:.0%} ({ci})."
     )

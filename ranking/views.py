@@ -1,6 +1,7 @@
 """The lead's active-learning pages: plans and their progress, and the topic workbench
 where interactive search gives a topic its seed judgments."""
 
+import math
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -71,12 +72,11 @@ def learning_stopping(request, slug, plan_id):
 
     plan = get_object_or_404(LearningPlan, pk=plan_id, project__slug=slug)
     try:
-        target = float(request.POST.get("recall_target", "")) / 100
-        confidence = float(request.POST.get("confidence", "")) / 100
+        target = _percent(request.POST, "recall_target", "recall target")
+        confidence = _percent(request.POST, "confidence", "confidence")
         plan_stopping_set(plan=plan, recall_target=target, confidence=confidence)
-    except ValueError as exc:
-        problem = exc if isinstance(exc, learning.PlanError) else "give numbers, in percent"
-        messages.error(request, f"Topic {plan.topic.number}: {problem}.")
+    except learning.PlanError as exc:
+        messages.error(request, f"Topic {plan.topic.number}: {exc}.")
     else:
         messages.success(
             request,
@@ -84,6 +84,20 @@ def learning_stopping(request, slug, plan_id):
             f"with {confidence:.0%} confidence.",
         )
     return redirect(f"{reverse('learning', args=[slug])}#plan-{plan.pk}")
+
+
+def _percent(data, name: str, label: str) -> float:
+    """A form field given in percent, as a fraction; the error names the field and value."""
+    given = data.get(name, "").strip().rstrip("%").strip()
+    try:
+        value = float(given)
+    except ValueError:
+        raise learning.PlanError(
+            f"the {label} must be a number in percent (e.g. 80), not “{given[:20]}”"
+        ) from None
+    if not math.isfinite(value):
+        raise learning.PlanError(f"the {label} must be a number in percent (e.g. 80)")
+    return value / 100
 
 
 @require_POST
@@ -110,7 +124,13 @@ def learning_check_sample(request, slug, plan_id):
         else:
             raise learning.PlanError("choose a margin or give a size")
         with transaction.atomic():
-            sample = check_sample_draw(plan=plan, size=size, margin=margin, user=request.user)
+            sample = check_sample_draw(
+                plan=plan,
+                size=size,
+                margin=margin,
+                user=request.user,
+                beyond_budget=bool(request.POST.get("beyond_budget")),
+            )
     except ValueError as exc:
         problem = exc if isinstance(exc, learning.PlanError) else "the size must be a number"
         messages.error(request, f"Topic {plan.topic.number}: {problem}.")
@@ -142,8 +162,8 @@ def stopping_report_export(request, slug, fmt):
         response = HttpResponse(body, content_type="application/json")
     else:
         out = io.StringIO()
-        fields = list(rows[0]) if rows else ["topic"]
-        writer = csv.DictWriter(out, fieldnames=fields)
+        fields = max((list(r) for r in rows), key=len, default=["topic", "rule"])
+        writer = csv.DictWriter(out, fieldnames=fields, restval="")
         writer.writeheader()
         writer.writerows(rows)
         response = HttpResponse(out.getvalue(), content_type="text/csv")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from annotate.jobs import queue_on_commit
@@ -43,10 +44,13 @@ logger = logging.getLogger(__name__)
 # How many candidates reverse search hands to verification (n_d->q of the paper is 100; the
 # evaluation in docs/exposure.md shows what 100, 200 and 500 find and cost).
 REVERSE_DEPTH = 200
-SHOWN = 50  # exposing queries kept per document
+KEPT = 1000  # exposing queries stored per document (reverse search verifies 200 + new log)
+SHOWN = 10  # shown before "show all"
 GAMMA = 0.5  # the searcher's RBP persistence for the exposure weight
 _lock = threading.Lock()
 _sets: dict[str, "CandidateSet"] = {}
+# per collection: the newest log id counted, the rows counted, that row's time, the counts
+_counts: dict[int, tuple] = {}
 
 
 class ExposureError(Exception):
@@ -261,25 +265,117 @@ def _compute(row: Exposure) -> dict:
         if q.strip()
     ]
     found = exposure.expose(ranker, cset.candidates, retrieved, extra=extra, gamma=GAMMA)
-    # one row per query text (a logged query typed twice is one query)
-    seen, queries = set(), []
-    for e in found:
-        if e.text.lower() in seen:
-            continue
-        seen.add(e.text.lower())
-        queries.append({"text": e.text, "source": e.source, "rank": e.rank, "weight": e.weight})
+    chosen = {c.qid: c for c in extra}
+    queries = exposure_order(
+        [(e, chosen.get(e.qid) or cset.candidates[e.qid]) for e in found],
+        _log_counts(collection),
+    )
     return {
         "visible": ranker.visible,
-        "queries": queries[:SHOWN],
+        "queries": queries[:KEPT],
         "summary": {
             "candidates": len(cset.candidates) + len(extra),
             "by_source": cset.counts,
             "retrieved": len(retrieved),
             "verified": len(retrieved) + len(extra),
             "exposing": len(queries),
+            "logged_since": len(extra),
+            # every candidate reverse search chose exposes it: more beyond its depth may
+            "all_retrieved_expose": bool(retrieved)
+            and len({qid for qid, _ in retrieved} & {e.qid for e in found}) == len(retrieved),
             "k": publication.review_k,
             "exposure": round(sum(q["weight"] for q in queries), 4),
             "seconds": round(time.perf_counter() - built, 3),
             "candidates_seconds": round(built - started, 3),
         },
+    }
+
+
+def _log_counts(collection: Collection) -> dict[tuple[str, ...], int]:
+    """How often searchers ran each query of the collection, by its analysed terms as a bag
+    (what the ranker sees: "Budget  meeting" and "meeting budget" are one query). Kept per
+    worker process and brought up to date with the searches logged since (analysing a query
+    costs about 0.1 ms: a log of 10,000 distinct queries once, not at every exposure); a
+    log that lost rows (none is deleted today) is counted again."""
+    logs = SearchLog.objects.filter(collection=collection).order_by()
+    with _lock:
+        last, rows, stamp, counts = _counts.get(collection.pk, (0, 0, None, {}))
+    if rows and (
+        logs.filter(pk__lte=last).count() != rows
+        or logs.filter(pk=last).values_list("created_at", flat=True).first() != stamp
+    ):
+        last, rows, counts = 0, 0, {}
+    counts = dict(counts)
+    new = logs.filter(pk__gt=last).values("query").annotate(n=Count("id"), top=Max("id"))
+    for query, n, top in new.values_list("query", "n", "top").iterator():
+        key = tuple(sorted(lucene.analyze(query))) if query.strip() else ()
+        if key:
+            counts[key] = counts.get(key, 0) + n
+        last, rows = max(last, top), rows + n
+    stamp = logs.filter(pk=last).values_list("created_at", flat=True).first()
+    with _lock:
+        _counts[collection.pk] = (last, rows, stamp, counts)
+    return counts
+
+
+SOURCE_ORDER = {"log": 0, "topic": 1, "generated": 2}
+
+
+def exposure_order(found, searches: dict[tuple[str, ...], int]) -> list[dict]:
+    """The exposing queries as the archivist reads them, most exposing first: by the rank
+    they give the document, then by how likely a searcher is to type them (queries searchers
+    ran, most often run first; then topics; then generated ones by their collection
+    weight), then by text. ``found``: (``ranking.exposure.Exposing``, its ``Candidate``)
+    pairs; ``searches``: how often each query (terms as a bag) was run. One row per query
+    (a bag of terms found twice, e.g. logged again after the candidates were built, once)."""
+    rows = []
+    for e, c in found:
+        key = tuple(sorted(c.terms))
+        n = searches.get(key, 0)
+        tier = 0 if n or c.source == "log" else SOURCE_ORDER[c.source]
+        rows.append(
+            (e.rank, tier, -n, -c.weight, SOURCE_ORDER[c.source], e.text.lower(), key, e, n)
+        )
+    rows.sort(key=lambda r: r[:6])
+    seen, out = set(), []
+    for *_order, key, e, n in rows:
+        if key in seen:
+            continue
+        seen.add(key)
+        badge = "searched" if n or e.source == "log" else e.source
+        out.append(
+            {
+                "text": e.text,
+                "source": e.source,
+                "rank": e.rank,
+                "weight": e.weight,
+                "searches": n,
+                "badge": badge,
+            }
+        )
+    return out
+
+
+def exposure_overview(row: Exposure) -> dict:
+    """What the card says in one glance of a ready exposure: how many queries expose the
+    document at #1 and in the first k, how many of them searchers ran, per source; the first
+    ``SHOWN`` rows and the rest (behind "show all"). Rows computed before the order above
+    (no ``badge``) are read as their source says."""
+    queries = [
+        {**q, "badge": q.get("badge") or ("searched" if q["source"] == "log" else q["source"])}
+        for q in row.queries
+    ]
+    badges = [q["badge"] for q in queries]
+    return {
+        "first": sum(1 for q in queries if q["rank"] == 0),
+        "in_k": row.summary.get("exposing", len(queries)),
+        "stored": len(queries),
+        "at_least": row.summary.get("all_retrieved_expose", False),
+        "logged": row.summary.get("by_source", {}).get("log", 0)
+        + row.summary.get("logged_since", 0),
+        "searched": badges.count("searched"),
+        "topic": badges.count("topic"),
+        "generated": badges.count("generated"),
+        "top": queries[:SHOWN],
+        "rest": queries[SHOWN:],
     }

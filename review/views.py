@@ -4,13 +4,14 @@ read answer GET and HEAD; the decisions are POST only."""
 import csv
 import json
 import math
-from datetime import date
+from datetime import date, timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError, transaction
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -258,7 +259,7 @@ def item(request, persona_id, document_id):
             "queries": selectors.exposing_queries(document=doc, persona=persona),
             "exposure": {**_exposure_context(doc, persona, found, publication), "ask": True},
             "earlier": selectors.decisions_on(document=doc, persona=persona),
-            "today": date.today(),
+            "tomorrow": _tomorrow(),
         },
     )
 
@@ -271,6 +272,9 @@ def _exposure_context(doc, persona, found, publication) -> dict:
         "published": publication is not None and publication.persona_id == persona.pk,
         "polling": found is not None
         and found.status in (Exposure.Status.QUEUED, Exposure.Status.RUNNING),
+        "overview": exposure.exposure_overview(found)
+        if found is not None and found.status == Exposure.Status.READY
+        else None,
     }
 
 
@@ -341,10 +345,44 @@ def _spans_from_form(request, doc) -> list[dict]:
         start, _sep, rest = rest.partition(":")
         end, _sep, kind = rest.partition(":")
         spans.append({"field": field, "start": start, "end": end, "kind": kind, "reason": reason})
-    phrases = request.POST.get("phrases", "").splitlines()
-    for s in redaction.phrase_spans(doc, [p for p in phrases if p.strip()][:100]):
-        spans.append({**s, "reason": reason})
+    phrases = [p.strip() for p in request.POST.get("phrases", "").splitlines() if p.strip()]
+    missing = []
+    for phrase in phrases[:100]:
+        found = redaction.phrase_spans(doc, [phrase])
+        missing += [] if found else [phrase]
+        spans += [{**s, "reason": reason} for s in found]
+    if missing:
+        # Refuse the whole redaction: releasing it would let the archivist believe the
+        # typed words are hidden.
+        names = ", ".join(f"“{p[:60]}”" for p in missing[:5])
+        raise redaction.RedactionError(
+            f"Nothing was redacted or released: {names} "
+            f"{'is' if len(missing) == 1 else 'are'} not in this message's subject or body "
+            "(whole words, any case). Check the spelling, or tick what the recognisers found."
+        )
     return spans
+
+
+def _tomorrow() -> date:
+    """The first day an end date (withholding, redaction) may be: it must be after today."""
+    return timezone.localdate() + timedelta(days=1)
+
+
+def _end_date(value: str, error: type[ValueError]) -> date | None:
+    """An end date typed in a form (empty: none), after today as the services require and
+    as the forms' ``min`` says; ``error`` (the caller's exception) says what was wrong."""
+    if not value.strip():
+        return None
+    try:
+        until = date.fromisoformat(value.strip())
+    except ValueError:
+        raise error(f"The end date must be a date (YYYY-MM-DD), not “{value[:20]}”.") from None
+    if until < _tomorrow():
+        raise error(
+            f"The end date must be after today: {_tomorrow().isoformat()} at the earliest, "
+            f"not {until.isoformat()}."
+        )
+    return until
 
 
 @require_POST
@@ -354,14 +392,12 @@ def redact(request, persona_id, document_id):
     redaction and release it, in one transaction (a searcher never sees it unredacted)."""
     persona = get_object_or_404(Persona, pk=persona_id)
     doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
-    until = None
-    if request.POST.get("until"):
-        try:
-            until = date.fromisoformat(request.POST["until"])
-        except ValueError:
-            messages.error(request, "The end date must be a date (YYYY-MM-DD).")
-            return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
-    spans = _spans_from_form(request, doc)
+    try:
+        until = _end_date(request.POST.get("until", ""), redaction.RedactionError)
+        spans = _spans_from_form(request, doc)
+    except redaction.RedactionError as exc:
+        messages.error(request, str(exc))
+        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     if not spans:
         messages.error(request, "Choose the spans to redact, or type the words, first.")
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
@@ -523,15 +559,9 @@ _DONE = {"release": "Released", "withhold": "Withheld", "not_relevant": "Marked 
 
 def _decision_fields(request) -> dict:
     """The decision form's kind, end date and note; ``DecisionError`` for a bad date."""
-    until = None
-    if request.POST.get("until"):
-        try:
-            until = date.fromisoformat(request.POST["until"])
-        except ValueError:
-            raise services.DecisionError("The end date must be a date (YYYY-MM-DD).") from None
     return {
         "kind": request.POST.get("kind", ""),
-        "until": until,
+        "until": _end_date(request.POST.get("until", ""), services.DecisionError),
         "note": request.POST.get("note", ""),
     }
 
@@ -570,7 +600,7 @@ def group(request):
             "items": items,
             "reasons": sorted({r for t in threads for r in t.reasons}),
             "gone": len(pairs) - len(items),
-            "today": date.today(),
+            "tomorrow": _tomorrow(),
         },
     )
 

@@ -7,7 +7,7 @@ import os
 import pytest
 from django.urls import reverse
 
-from review.exposure import exposure_compute
+from review.exposure import SHOWN, exposure_compute
 from review.models import Exposure, SearchLog
 from tests.browserkit import login, needs_chromium, wait_for, watch
 
@@ -35,7 +35,8 @@ def test_the_review_page_lists_exposing_queries_with_ranks_for_a_document_never_
     watch(page, url, events)
     login(page, url, users["archivist"].username, "pw-browser")
     page.goto(f"{url}{reverse('review-item', args=[persona.pk, doc.pk])}")
-    assert "Finding the queries" in page.inner_text("#exposure")
+    # the page asks on load (an htmx POST): wait for its answer, not for the first paint
+    wait_for(page, "document.querySelector('#exposure').innerText.includes('Finding the')", 15)
     row = Exposure.objects.get(document=doc, persona=persona)
     exposure_compute(exposure_id=row.pk)  # what the worker does
     wait_for(page, "document.querySelectorAll('#exposure table tbody tr').length > 0", 15)
@@ -44,8 +45,14 @@ def test_the_review_page_lists_exposing_queries_with_ranks_for_a_document_never_
     first = row.queries[0]
     assert cells.nth(0).inner_text() == f"“{first['text']}”"
     assert cells.nth(1).inner_text() == f"#{first['rank'] + 1}"
-    assert "shown if released" in cells.nth(2).inner_text()
-    assert page.locator("#exposure table tbody tr").count() == len(row.queries)
+    assert page.locator("#exposure th").nth(1).inner_text() == "Would rank if released"
+    assert cells.nth(2).inner_text() in ("searched", "topic", "generated")
+    assert "Would be exposed, if released, at #1 by" in page.inner_text("#exposure")
+    shown = page.locator("#exposure table tbody tr:visible")
+    assert shown.count() == min(SHOWN, len(row.queries))  # the rest behind "Show all"
+    if len(row.queries) > SHOWN:
+        page.click(f"text=Show all {len(row.queries)}")
+        assert shown.count() == len(row.queries)
     page.screenshot(path=str(tmp_path / "exposure.png"), full_page=False)
     if os.environ.get("SASC_SCREENSHOTS"):
         page.screenshot(path=os.environ["SASC_SCREENSHOTS"] + "/review-exposure.png")

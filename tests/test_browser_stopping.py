@@ -56,6 +56,8 @@ def test_lead_sets_a_target_draws_a_check_sample_and_sees_estimate_and_verdicts(
     sample = CheckSample.objects.get(plan=plan)
     assert len(sample.documents) == 40
     assert "40 drawn at random" in page.locator(f"#plan-{plan.pk} .check-status").inner_text()
+    sentence = page.locator(f"#plan-{plan.pk} .stopping-recommendation").inner_text()
+    assert "Judge the 40 remaining check-sample tasks" in sentence  # not "Draw a check sample"
 
     # The annotator judges the check sample like any task (with the review's own tasks).
     for _ in range(200):
@@ -86,7 +88,7 @@ def test_lead_sets_a_target_draws_a_check_sample_and_sees_estimate_and_verdicts(
     assert all(r.get_attribute("data-says") in ("stop", "continue", "unknown") for r in rules.all())
     sentence = panel.locator(".stopping-recommendation").inner_text()
     assert sentence.count(".") >= 1 and (
-        "Stop" in sentence or "Continue" in sentence or "Judge more" in sentence
+        "Stop" in sentence or "Continue" in sentence or "Draw a larger" in sentence
     )
     # the gain curve carries the estimate's band and the target line
     curve = page.locator(f"tr[data-plan='{plan.pk}'] svg.gain-curve")

@@ -63,7 +63,7 @@ def test_the_panel_estimates_recall_with_an_interval_and_gives_every_rule_a_verd
 ):
     project, plan, annotator, truth = plan_world
     check_samples.plan_stopping_set(plan=plan, recall_target=0.7, confidence=0.9)
-    check_samples.check_sample_draw(plan=plan, size=60)
+    check_samples.check_sample_draw(plan=plan, size=60, beyond_budget=True)  # budget 40
     for _ in range(200):
         if not learning.plan_state(plan).check_queued:
             break
@@ -101,3 +101,60 @@ def test_the_stopping_report_exports_one_row_per_rule(plan_world, client, make_u
     r = client.get(reverse("stopping-report-csv", args=[project.slug]))
     assert r.content.decode().splitlines()[0].startswith("topic,recall_target")
     assert np.isfinite(plan.recall_target)
+
+
+def test_a_check_sample_beyond_the_plans_budget_needs_the_leads_consent(plan_world):
+    _project, plan, _a, _t = plan_world  # budget 40
+    check_samples.check_sample_draw(plan=plan, size=30)
+    with pytest.raises(
+        learning.PlanError, match=r"of 41 documents is 1\.0x the plan's budget of 40"
+    ):
+        check_samples.check_sample_draw(plan=plan, size=11)  # 30 + 11 > 40
+    assert len(CheckSample.objects.get(plan=plan).documents) == 30
+    sample = check_samples.check_sample_draw(plan=plan, size=11, beyond_budget=True)
+    assert len(sample.documents) == 41
+
+
+def test_the_stopping_form_speaks_percent_and_names_what_was_wrong(plan_world, client, make_user):
+    project, plan, _a, _t = plan_world
+    client.force_login(make_user("percent-lead", roles.LEAD))
+    url = reverse("learning-stopping", args=[project.slug, plan.pk])
+    page = reverse("learning", args=[project.slug])
+    r = client.post(url, {"recall_target": "150", "confidence": "40"}, follow=True)
+    text = r.content.decode()
+    assert "the recall target must be above 0% and below 100% (e.g. 80%), not 150%" in text
+    assert "the confidence must be at least 50% and below 100% (e.g. 95%), not 40%" in text
+    assert "0.8" not in text.split("Topic 1:")[1][:300]  # no fraction in the message
+    r = client.post(url, {"recall_target": "eighty", "confidence": "95"}, follow=True)
+    assert "the recall target must be a number in percent (e.g. 80), not “eighty”" in (
+        r.content.decode()
+    )
+    r = client.post(url, {"recall_target": "75%", "confidence": "90"})
+    assert r["Location"].startswith(page)
+    plan.refresh_from_db()
+    assert (plan.recall_target, plan.confidence) == (pytest.approx(0.75), pytest.approx(0.9))
+    draw = reverse("learning-check-sample", args=[project.slug, plan.pk])
+    r = client.post(draw, {"size": "50"}, follow=True)
+    assert "is 1.2x the plan&#x27;s budget of 40 judgments" in r.content.decode()
+    assert not CheckSample.objects.filter(plan=plan).exists()
+    client.post(draw, {"size": "50", "beyond_budget": "1"})
+    assert len(CheckSample.objects.get(plan=plan).documents) == 50
+
+
+def test_a_topic_without_a_plan_gets_a_row_that_says_so_not_a_bare_header(
+    sample_collection, client, make_user
+):
+    from tests.factories import ProjectFactory
+
+    annotator = make_user("empty-annotator", roles.ANNOTATOR)
+    project = ProjectFactory(collection=sample_collection, annotators=[annotator])
+    client.force_login(make_user("empty-lead", roles.LEAD))
+    r = client.get(reverse("stopping-report-csv", args=[project.slug]))
+    assert r.status_code == 200
+    lines = r.content.decode().splitlines()
+    assert len(lines) == 2 and lines[0] == "topic,rule,recommendation"
+    assert "No active-learning plan for this topic" in lines[1]
+    r = client.get(reverse("stopping-report-json", args=[project.slug]))
+    (row,) = r.json()["rows"]
+    assert row["topic"] == project.topics.get().number and row["rule"] == ""
+    assert row["recommendation"].startswith("No active-learning plan for this topic")

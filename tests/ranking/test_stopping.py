@@ -118,17 +118,36 @@ def test_projection_counts_documents_ranked_above_the_needed_positive():
     assert stopping.projected_by_expectation([0.5, 0.5, 0.5], 1.0) == 2
 
 
-def test_recommendation_names_the_certifying_rule():
-    est = stopping.estimate(frame=100, sampled=50, sample_relevant=0, relevant_outside=30, found=30)
-    v = stopping.hypergeometric_verdict(
-        frame=100,
-        sampled=50,
-        sample_relevant=0,
-        found=30,
-        relevant_outside=30,
-        target=0.8,
-        confidence=0.95,
+def _none_relevant_in_a_sample_of_50():
+    """An estimate and the hypergeometric test's verdict (stop) for a sample of 50 of a
+    frame of 100 with nothing relevant, 30 relevant found before the draw."""
+    kw = {"frame": 100, "sampled": 50, "sample_relevant": 0, "relevant_outside": 30, "found": 30}
+    return stopping.estimate(**kw), stopping.hypergeometric_verdict(
+        **kw, target=0.8, confidence=0.95
     )
+
+
+def test_recommendation_names_the_certifying_rule():
+    est, v = _none_relevant_in_a_sample_of_50()
     assert v.stop
     assert stopping.recommend([v], est, target=0.8).startswith("Stop: Hypergeometric test")
     assert stopping.recommend([], None, target=0.8).startswith("Draw a check sample")
+
+
+def test_recommendation_follows_the_check_sample_drawn_then_judged():
+    """Once a sample is drawn the sentence no longer says to draw one: it says how many tasks
+    are left to judge, and only the fully judged sample gives the verdict."""
+    assert stopping.recommend([], None, target=0.8, drawn=40, waiting=40).startswith(
+        "Judge the 40 remaining check-sample tasks (of 40 drawn)"
+    )
+    est, v = _none_relevant_in_a_sample_of_50()
+    partly = stopping.recommend([v], est, target=0.8, drawn=51, waiting=1)
+    assert (
+        partly.startswith("Judge the 1 remaining check-sample task:") and "50 of the 51" in partly
+    )
+    judged = stopping.recommend([v], est, target=0.8, drawn=50, waiting=0)
+    assert judged.startswith("Stop: Hypergeometric test")
+    cannot = stopping.Verdict("target", None, "too few relevant", "recall >= 0.8")
+    assert stopping.recommend([cannot], est, target=0.8, drawn=50).startswith(
+        "Draw a larger check sample: the 50 judged cannot certify"
+    )

@@ -28,7 +28,7 @@ def _brute_force(doc, publication):
         if e.text.lower() not in seen:
             seen.add(e.text.lower())
             out.append((e.text, e.rank))
-    return out, ranker.visible
+    return sorted(out), ranker.visible
 
 
 def test_the_review_page_asks_the_worker_and_shows_the_queries_when_ready(published, login, users):
@@ -55,8 +55,9 @@ def test_the_review_page_asks_the_worker_and_shows_the_queries_when_ready(publis
     html = archivist.get(panel).content.decode()
     assert "every 2s" not in html  # done: the page stops polling
     first = row.queries[0]
-    assert f"“{first['text']}”" in html and f"#{first['rank'] + 1}" in html
-    assert "if it were released" in html  # an uncertain document is hidden from searchers
+    assert f"“{first['text']}”" in html and f"<strong>#{first['rank'] + 1}</strong>" in html
+    assert "Would be exposed, if released, at #1 by" in html  # an uncertain document is hidden
+    assert '<th scope="col">Would rank if released</th>' in html
 
 
 def test_exposing_queries_and_ranks_equal_brute_force_for_shown_and_hidden_documents(
@@ -72,7 +73,7 @@ def test_exposing_queries_and_ranks_equal_brute_force_for_shown_and_hidden_docum
         truth, visible = _brute_force(doc, publication)
         assert row.status == Exposure.Status.READY, row.error
         assert row.visible is visible is (kind == "safe")
-        assert [(q["text"], q["rank"]) for q in row.queries] == truth[: exposure.SHOWN]
+        assert sorted((q["text"], q["rank"]) for q in row.queries) == truth
         assert truth, kind
         assert row.summary["candidates"] > row.summary["retrieved"] > 0
 
@@ -157,3 +158,97 @@ def test_an_unpublished_collection_has_nothing_to_expose(sample_collection, logi
     assert "not open to searchers" in html
     assert lead.post(reverse("review-exposure-document", args=[doc.pk])).status_code in (200, 302)
     assert not Exposure.objects.exists()
+
+
+def test_exposing_queries_come_by_rank_then_by_how_likely_a_searcher_types_them(
+    published, login, users
+):
+    """Not alphabetical: at each rank, queries searchers ran (most run first), then topics,
+    then generated ones by their collection weight."""
+    c, persona, docs, kinds = published
+    doc = _doc(docs, kinds, "safe")
+    searcher = login(users["searcher"])
+    typed = " ".join(doc.subject.split())
+    for _ in range(2):
+        searcher_search(searcher, c, typed)
+    row = exposure.exposure_request(user=users["archivist"], document=doc, persona=persona)
+    row = exposure.exposure_compute(exposure_id=row.pk)
+    assert row.status == Exposure.Status.READY, row.error
+    weight = {x.text: x.weight for x in exposure.candidates_build(collection=c).candidates}
+    tier = {"searched": 0, "topic": 1, "generated": 2}
+    keys = [
+        (q["rank"], tier[q["badge"]], -q["searches"], -weight.get(q["text"], 0.0))
+        for q in row.queries
+    ]
+    assert keys == sorted(keys)
+    mine = next(q for q in row.queries if q["text"] == typed)
+    assert mine["badge"] == "searched" and mine["searches"] == 2
+    same_rank = [q for q in row.queries if q["rank"] == mine["rank"]]
+    assert same_rank[0] == mine  # the only query run by searchers leads its rank
+    generated = [q["text"] for q in same_rank if q["badge"] == "generated"]
+    assert len(generated) > 2 and generated != sorted(generated, key=str.lower)
+
+
+def test_the_card_sums_up_and_shows_the_first_ten_with_the_rest_behind_show_all(
+    published, login, users
+):
+    c, persona, docs, kinds = published
+    doc = _doc(docs, kinds, "safe")
+    row = exposure.exposure_request(user=users["archivist"], document=doc, persona=persona)
+    row = exposure.exposure_compute(exposure_id=row.pk)
+    n = len(row.queries)
+    assert n > exposure.SHOWN
+    html = login(users["archivist"]).get(reverse("review-exposure", args=[persona.pk, doc.pk]))
+    html = html.content.decode()
+    first = sum(1 for q in row.queries if q["rank"] == 0)
+    least = "at least " if row.summary["all_retrieved_expose"] else ""  # reverse search's depth
+    k = row.summary["k"]
+    assert f"Exposed at #1 by {first} queries, in the first {k} by {least}{n};" in html
+    assert "0 were searched by users" in html
+    top, _sep, rest = html.partition(f"<summary>Show all {n}</summary>")
+    assert rest, "the rest is behind show all"
+    assert top.count("<tr data-rank=") == exposure.SHOWN
+    assert rest.count("<tr data-rank=") == n - exposure.SHOWN
+    q = row.queries[0]
+    assert f'<td>“{q["text"]}”</td><td class="num"><strong>#{q["rank"] + 1}</strong></td>' in top
+    assert '<th scope="col">Rank</th>' in top  # a visible document: its rank now
+
+
+def test_the_overview_counts_sources_says_at_least_when_capped_and_reads_older_rows():
+    q = lambda text, rank, source, **kw: {"text": text, "rank": rank, "source": source, **kw}  # noqa: E731
+    row = Exposure(
+        queries=[
+            q("serial port", 0, "log", badge="searched", searches=3),
+            q("port", 0, "generated", badge="searched", searches=1),
+            q("linux", 0, "topic", badge="topic", searches=0),
+            *[q(f"g{i}", 1, "generated", badge="generated", searches=0) for i in range(12)],
+        ],
+        summary={
+            "exposing": 15,
+            "retrieved": 14,
+            "all_retrieved_expose": True,
+            "logged_since": 2,
+            "by_source": {"topic": 1, "log": 1, "generated": 20},
+        },
+    )
+    o = exposure.exposure_overview(row)
+    assert (o["first"], o["in_k"], o["searched"], o["topic"], o["generated"]) == (3, 15, 2, 1, 12)
+    assert o["at_least"] and o["logged"] == 3
+    assert len(o["top"]) == exposure.SHOWN and len(o["rest"]) == 15 - exposure.SHOWN
+    older = Exposure(queries=[q("a b", 0, "log"), q("c", 2, "generated")], summary={"exposing": 2})
+    o = exposure.exposure_overview(older)  # computed before badges: read by source
+    assert [x["badge"] for x in o["top"]] == ["searched", "generated"] and not o["at_least"]
+
+
+def test_search_counts_are_kept_up_to_date_and_equal_a_full_count(published, login, users):
+    c, persona, docs, kinds = published
+    searcher = login(users["searcher"])
+    for q in ("razor spam", "Spam  razor", "linux"):
+        searcher_search(searcher, c, q)
+    key = tuple(sorted(lucene.analyze("razor spam")))
+    assert exposure._log_counts(c)[key] == 2  # one query for the ranker, typed twice
+    searcher_search(searcher, c, "razor SPAM")
+    counts = exposure._log_counts(c)  # brought up to date from the cached counts
+    assert counts[key] == 3 and counts[tuple(lucene.analyze("linux"))] == 1
+    exposure._counts.clear()
+    assert exposure._log_counts(c) == counts
