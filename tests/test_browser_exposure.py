@@ -57,3 +57,58 @@ def test_the_review_page_lists_exposing_queries_with_ranks_for_a_document_never_
     if os.environ.get("SASC_SCREENSHOTS"):
         page.screenshot(path=os.environ["SASC_SCREENSHOTS"] + "/review-exposure.png")
     assert not [e for e in events if e.startswith(("pageerror", "request", "console error"))]
+
+
+def test_on_the_demo_the_archivist_sees_the_queries_and_ranks_brute_force_gives(
+    browser, live_server, settings, tmp_path, monkeypatch
+):
+    """The demo as `manage.py demo` sets it up (its offline sample: npm is outside the
+    tests): the archivist opens a message nobody searched for; the card's queries and ranks
+    are those of running each query through the searcher's ranker one at a time."""
+    import io
+
+    from annotate.models import Document
+    from config.demo import corpus
+    from config.management.commands import demo
+    from ranking import exposure, lucene
+    from review import visibility
+    from review.models import Publication
+
+    settings.VAR_DIR = tmp_path
+    settings.STATIC_ROOT = tmp_path / "static"
+
+    def offline(cache_dir, say=print):
+        raise corpus.CorpusUnavailable("offline in the tests")
+
+    monkeypatch.setattr(corpus, "fetch", offline)
+    demo.Command(stdout=io.StringIO(), stderr=io.StringIO()).setup()
+    publication = Publication.objects.select_related("persona").get(collection__slug=demo.SLUG)
+    persona = publication.persona
+    doc = Document.objects.filter(collection=publication.collection).order_by("pk")[3]
+    assert not SearchLog.objects.exists()
+
+    url = live_server.url
+    events: list[str] = []
+    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    watch(page, url, events)
+    login(page, url, "archivist", demo.PASSWORD)
+    page.goto(f"{url}{reverse('review-item', args=[persona.pk, doc.pk])}")
+    wait_for(page, "document.querySelector('#exposure').innerText.includes('Finding the')", 15)
+    row = Exposure.objects.get(document=doc, persona=persona)
+    exposure_compute(exposure_id=row.pk)  # what the worker does
+    wait_for(page, "document.querySelectorAll('#exposure table tbody tr').length > 0", 20)
+    row.refresh_from_db()
+    assert row.queries, row.error
+
+    view = visibility.view(publication)
+    ranker = exposure.ExposureRanker(view.index, view.postings, doc.docid, k=publication.review_k)
+    rows = page.locator("#exposure table tbody tr")
+    assert rows.count() >= min(3, len(row.queries))
+    for i, query in enumerate(row.queries[:3]):
+        cell = rows.nth(i).locator("td").nth(0).inner_text().strip("“”…")
+        assert query["text"].startswith(cell)  # long queries are cut on the card
+        shown = rows.nth(i).locator("td").nth(1).inner_text()
+        rank = ranker.rank(lucene.analyze(query["text"]))
+        assert rank is not None and shown.endswith(f"#{rank + 1}"), (query, shown, rank)
+    page.screenshot(path=str(tmp_path / "demo-exposure.png"), full_page=False)
+    assert not [e for e in events if e.startswith(("pageerror", "request", "console error"))]
