@@ -51,12 +51,14 @@ def _row(document, persona_id, field, e) -> DocumentEntity:
     )
 
 
-def collection_entities_detect(*, collection_id: int, chunk: int = 500) -> int:
-    """Recompute the stored entities of every document of a collection; return how many.
-    Idempotent: each chunk's rows are replaced in one transaction."""
+def collection_entities_detect(*, collection_id: int, chunk: int = 500, after_id: int = 0) -> int:
+    """Recompute the stored entities of the documents of a collection with an id above
+    ``after_id`` (0: every document; an import passes the largest id before it, so only its
+    new documents are read); return how many. Idempotent: each chunk's rows are replaced in
+    one transaction."""
     collection = Collection.objects.get(pk=collection_id)
     lexicons = persona_lexicons()
-    total, last = 0, 0
+    total, last = 0, after_id
     docs = (
         Document.objects.filter(collection=collection).order_by("id").only("id", "subject", "body")
     )
