@@ -13,7 +13,7 @@ import email
 import email.policy
 from collections.abc import Iterable, Iterator
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from annotate.models import Collection, Document, ThreadLink
 from annotate.parsing.sources import folder_name, join_folder
@@ -75,16 +75,28 @@ def _chunks(values: Iterable) -> Iterator[list]:
         yield values[start : start + LOOKUP_CHUNK]
 
 
+def _keys_write(model, keys: dict, pks: list) -> None:
+    """Set the thread keys of ``pks``: one ``UPDATE ... FROM (VALUES ...)`` per batch, where
+    ``bulk_update``'s ``CASE WHEN`` took most of the threading time (PostgreSQL and SQLite
+    3.33 on)."""
+    table = connection.ops.quote_name(model._meta.db_table)
+    for start in range(0, len(pks), UPDATE_BATCH):
+        batch = pks[start : start + UPDATE_BATCH]
+        values = ", ".join(["(%s, %s)"] * len(batch))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH v(id, thread_key) AS (VALUES {values}) "  # noqa: S608 - no input in the names
+                f"UPDATE {table} SET thread_key = v.thread_key FROM v WHERE {table}.id = v.id",
+                [x for pk in batch for x in (pk, keys[pk])],
+            )
+
+
 def _save(model, link_model, collection, keys: dict, current: dict, linked: list) -> int:
     """Write the thread keys that changed and the links of ``linked`` (ThreadInputs), in one
     transaction: a document has its links exactly when it has its key."""
     changed = [pk for pk, key in keys.items() if current.get(pk) != key]
     with transaction.atomic():
-        for start in range(0, len(changed), UPDATE_BATCH):
-            batch = [
-                model(pk=pk, thread_key=keys[pk]) for pk in changed[start : start + UPDATE_BATCH]
-            ]
-            model.objects.bulk_update(batch, ["thread_key"])
+        _keys_write(model, keys, changed)
         if link_model is not None:
             link_model.objects.bulk_create(
                 [
