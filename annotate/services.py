@@ -145,7 +145,9 @@ def import_run(
         if report.created:
             # the new documents' sensitive entities (issue 20), in the importing process:
             # the worker for an upload, the command for the command line
-            collection_entities_detect(collection_id=collection.pk, after_id=before)
+            collection_entities_detect(
+                collection_id=collection.pk, after_id=before, workers=workers
+            )
         return report
     if fmt.startswith("topics-"):
         kind = fmt.removeprefix("topics-")

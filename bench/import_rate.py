@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _setup import django_setup  # noqa: E402
+from _setup import PeakMemory, django_setup  # noqa: E402
 from mailgen import generate  # noqa: E402
 
 SPENT: dict[str, float] = defaultdict(float)
@@ -90,6 +90,7 @@ def main():
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     work = django_setup("import")
+    peaks = PeakMemory()
     from django.db import connection
 
     from annotate import entities, importers, services, threads
@@ -110,7 +111,7 @@ def main():
     later.mkdir()
     for file in sorted(mail.glob("*.mbox"))[-args.later :]:
         file.rename(later / file.name)
-    collection = Collection.objects.create(name="Import", slug="import-rate")
+    collection = Collection.objects.create(name="Import", slug=f"import-rate-{os.getpid()}")
     print("import 1 (the earlier files):", flush=True)
     run_import(collection, mail, args.workers, args.profile)
     print("import 2 (the held-back files, replies to import 1 among them):", flush=True)
@@ -133,7 +134,7 @@ def main():
     print(
         f"peak memory: this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}"
         f" MB; largest parsing worker "
-        f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB"
+        f"{peaks.largest():.0f} MB"
     )
 
 
