@@ -333,7 +333,8 @@ def main():
     print()
     print(
         f"=== {big['messages']} messages (baseline archive: {base['messages']}) on "
-        f"{connection.vendor}, {args.workers} parsing processes"
+        f"{connection.vendor}, {args.workers} parsing processes; load average now "
+        f"{os.getloadavg()}"
     )
     print(
         f"import: {big['import_rate']:.0f} msg/s parse + store in parallel [one process: "
