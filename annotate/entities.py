@@ -23,53 +23,76 @@ def persona_lexicons() -> dict[int, dict[str, list[str]]]:
     return out
 
 
+def _texts(document: Document) -> list[tuple]:
+    return [(document.pk, f, getattr(document, f)) for f in DocumentEntity.Field.values]
+
+
+def _rows(found) -> list[DocumentEntity]:
+    return [
+        DocumentEntity(
+            document_id=doc_id,
+            persona_id=persona_id,
+            field=field,
+            kind=e.kind,
+            label=e.label,
+            start=e.start,
+            end=e.end,
+            text=e.text[:1000],
+        )
+        for doc_id, persona_id, field, e in found
+    ]
+
+
 def entity_rows(document: Document, lexicons: dict[int, dict[str, list[str]]]):
     """The ``DocumentEntity`` rows (unsaved) of one document: personal data once, and each
     persona's own terms under that persona."""
-    rows = []
-    for field in DocumentEntity.Field.values:
-        text = getattr(document, field)
-        for e in recognisers.recognise(text):
-            rows.append(_row(document, None, field, e))
-        for persona_id, named in lexicons.items():
-            for e in recognisers.recognise(text, named):
-                if e.kind == "persona":
-                    rows.append(_row(document, persona_id, field, e))
-    return rows
+    return _rows(recognisers.texts_entities((_texts(document), lexicons)))
 
 
-def _row(document, persona_id, field, e) -> DocumentEntity:
-    return DocumentEntity(
-        document=document,
-        persona_id=persona_id,
-        field=field,
-        kind=e.kind,
-        label=e.label,
-        start=e.start,
-        end=e.end,
-        text=e.text[:1000],
-    )
-
-
-def collection_entities_detect(*, collection_id: int, chunk: int = 500) -> int:
-    """Recompute the stored entities of every document of a collection; return how many.
-    Idempotent: each chunk's rows are replaced in one transaction."""
+def collection_entities_detect(
+    *, collection_id: int, chunk: int = 500, after_id: int = 0, workers: int = 1
+) -> int:
+    """Recompute the stored entities of the documents of a collection with an id above
+    ``after_id`` (0: every document; an import passes the largest id before it, so only its
+    new documents are read); return how many. ``workers`` > 1: the recognisers (regular
+    expressions, about a millisecond a message) run in that many processes while this one
+    writes. Idempotent: each chunk's rows are replaced in one transaction."""
     collection = Collection.objects.get(pk=collection_id)
     lexicons = persona_lexicons()
-    total, last = 0, 0
     docs = (
         Document.objects.filter(collection=collection).order_by("id").only("id", "subject", "body")
     )
-    while True:
-        batch = list(docs.filter(id__gt=last)[:chunk])
-        if not batch:
-            return total
-        rows = [r for d in batch for r in entity_rows(d, lexicons)]
+
+    def jobs():
+        last = after_id
+        while batch := list(docs.filter(id__gt=last)[:chunk]):
+            last = batch[-1].pk
+            yield [t for d in batch for t in _texts(d)], lexicons
+
+    def store(job, found) -> int:
+        rows = _rows(found)
         with transaction.atomic():
-            DocumentEntity.objects.filter(document__in=batch).delete()
+            DocumentEntity.objects.filter(document_id__in={k for k, _f, _t in job[0]}).delete()
             DocumentEntity.objects.bulk_create(rows, batch_size=2000)
-        total += len(rows)
-        last = batch[-1].pk
+        return len(rows)
+
+    if workers <= 1:
+        return sum(store(job, recognisers.texts_entities(job)) for job in jobs())
+    import multiprocessing
+
+    # forkserver, not fork: see annotate.importers._iter_parallel (a JVM's threads)
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["ranking.entities"])
+    total, pending = 0, []
+    with context.Pool(workers) as pool:
+        for job in jobs():  # at most ``workers`` chunks ahead of the writes
+            pending.append((job, pool.apply_async(recognisers.texts_entities, (job,))))
+            if len(pending) > workers:
+                done, result = pending.pop(0)
+                total += store(done, result.get())
+        for done, result in pending:
+            total += store(done, result.get())
+    return total
 
 
 def entities_detect_queue(*, collection: Collection) -> None:

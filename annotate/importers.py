@@ -41,7 +41,7 @@ from annotate.parsing.trec import (
     iter_trec_topics,
     topic_count,
 )
-from annotate.threads import collection_threads_assign
+from annotate.threads import collection_threads_extend
 
 BATCH = 250
 # Label lines are resolved, checked and written this many at a time (under SQLite's limit of
@@ -282,8 +282,8 @@ class _DocumentWriter:
                 doc.save(update_fields=["duplicate_docids"])
         if self.report.created:
             if self.threads:
-                # New messages can join (or link) threads already stored: re-thread.
-                collection_threads_assign(collection=self.collection)
+                # New messages join (or link) the stored threads they cite or are cited by.
+                collection_threads_extend(collection=self.collection)
             _bump_version(self.collection)
 
 

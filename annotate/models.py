@@ -96,6 +96,23 @@ class Document(models.Model):
         return reverse("document-detail", args=[self.collection.slug, self.pk])
 
 
+class ThreadLink(models.Model):
+    """A name through which a document joins a thread: a Message-ID it has or cites, or its
+    subject group (``annotate.parsing.threads.thread_nodes``), hashed to a fixed length.
+    An import looks its new messages' names up here to find the stored threads they join,
+    instead of re-threading the whole collection (``annotate.threads``)."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="thread_links")
+    node = models.CharField(max_length=32)
+
+    class Meta:
+        indexes = [models.Index(fields=["collection", "node"], name="threadlink_node_idx")]
+
+    def __str__(self):
+        return f"{self.document_id}: {self.node}"
+
+
 class Attachment(models.Model):
     """A MIME part that is not the message body; binary parts keep name, type and size only."""
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission, User
+from django.db.models import Max
 from django.utils import timezone
 
 from annotate import importers, roles
@@ -16,6 +17,7 @@ from annotate.entities import collection_entities_detect
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import (
     Collection,
+    Document,
     Job,
     Persona,
 )
@@ -130,6 +132,8 @@ def import_run(
     processes parsing a folder of mail files in parallel."""
     path = Path(path)
     if fmt in ("emails", "smart"):
+        # ids only grow: the documents this import stores are those above the largest now
+        before = Document.objects.aggregate(last=Max("id"))["last"] or 0
         if fmt == "emails":
             report = importers.collection_import_emails(
                 collection=collection, path=path, label=label, progress=progress, workers=workers
@@ -141,7 +145,9 @@ def import_run(
         if report.created:
             # the new documents' sensitive entities (issue 20), in the importing process:
             # the worker for an upload, the command for the command line
-            collection_entities_detect(collection_id=collection.pk)
+            collection_entities_detect(
+                collection_id=collection.pk, after_id=before, workers=workers
+            )
         return report
     if fmt.startswith("topics-"):
         kind = fmt.removeprefix("topics-")

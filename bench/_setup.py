@@ -47,3 +47,55 @@ def demo_collection(label: str):
     index_build(collection_id=collection.pk)
     collection.refresh_from_db()
     return collection
+
+
+class PeakMemory:
+    """Peak resident memory (``VmHWM``) of every process below this one, read from /proc
+    twice a second by a thread: the parsing workers are children of multiprocessing's fork
+    server, which ``getrusage(RUSAGE_CHILDREN)`` counts only once it is reaped (never,
+    before the figures are printed)."""
+
+    def __init__(self, interval: float = 0.5):
+        import threading
+
+        self.interval = interval
+        self.peaks: dict[int, tuple[str, float]] = {}
+        threading.Thread(target=self._run, daemon=True).start()
+
+    @staticmethod
+    def _descendants() -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                children.setdefault(ppid, []).append(int(entry.name))
+        found, todo = [], list(children.get(os.getpid(), []))
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo.extend(children.get(pid, []))
+        return found
+
+    def _run(self) -> None:
+        import time
+
+        while True:
+            for pid in self._descendants():
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        mb = int(line.split()[1]) / 1024
+                        if mb > self.peaks.get(pid, ("", 0.0))[1]:
+                            self.peaks[pid] = (cmd.decode(errors="replace")[:80], mb)
+            time.sleep(self.interval)
+
+    def largest(self) -> float:
+        """The largest peak (MB) of a process below this one (the parsing workers)."""
+        return max((mb for _cmd, mb in self.peaks.values()), default=0.0)

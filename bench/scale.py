@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _setup import django_setup  # noqa: E402
+from _setup import PeakMemory, django_setup  # noqa: E402
 from mailgen import generate  # noqa: E402
 
 
@@ -289,7 +289,10 @@ def main():
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--mail", type=Path, default=None, help="a folder mailgen wrote")
     args = parser.parse_args()
+    # one import of the whole archive (the default cap is 250,000 documents an import)
+    os.environ.setdefault("SASC_MAX_DOCUMENTS_PER_IMPORT", str(max(250_000, args.messages)))
     work = django_setup("scale")
+    peaks = PeakMemory()
     from django.core.management import call_command
     from django.db import connection
 
@@ -330,7 +333,8 @@ def main():
     print()
     print(
         f"=== {big['messages']} messages (baseline archive: {base['messages']}) on "
-        f"{connection.vendor}, {args.workers} parsing processes"
+        f"{connection.vendor}, {args.workers} parsing processes; load average now "
+        f"{os.getloadavg()}"
     )
     print(
         f"import: {big['import_rate']:.0f} msg/s parse + store in parallel [one process: "
@@ -364,7 +368,7 @@ def main():
         print(f"  {page:12s} {p50:7.1f} / {p95:7.1f}   [{b50:6.1f} / {b95:6.1f}]")
     print(
         f"peak memory: this process (web pages, JVM, index build, classifier) {rss_mb():.0f} "
-        f"MB; largest parsing worker {rss_mb(resource.RUSAGE_CHILDREN):.0f} MB"
+        f"MB; largest parsing worker {peaks.largest():.0f} MB"
     )
 
 

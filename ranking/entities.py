@@ -333,6 +333,22 @@ def recognise(text: str, lexicons: Mapping[str, Iterable[str]] | None = None) ->
 _RANK = {kind: i for i, kind in enumerate(KINDS)}
 
 
+def texts_entities(job) -> list[tuple]:
+    """The entities of many texts, as plain tuples (a process pool's unit of work):
+    ``job`` is ``(texts, lexicons)``, ``texts`` a list of ``(key, field, text)`` and
+    ``lexicons`` ``{persona id: {lexicon name: terms}}``; returns ``(key, persona id or
+    None, field, entity)`` for the personal data of each text and each persona's own terms."""
+    texts, lexicons = job
+    out = []
+    for key, field, text in texts:
+        out.extend((key, None, field, e) for e in recognise(text))
+        for persona_id, named in lexicons.items():
+            for e in recognise(text, named):
+                if e.kind == "persona":
+                    out.append((key, persona_id, field, e))
+    return out
+
+
 def resolve_overlaps(entities: Iterable[Entity]) -> list[Entity]:
     """Keep non-overlapping entities: longer first, then the more specific kind, then the
     earlier one; return them in text order."""

@@ -12,7 +12,7 @@ def backfill(apps, schema_editor):
     Collection = apps.get_model("annotate", "Collection")
     Document = apps.get_model("annotate", "Document")
     for collection in Collection.objects.filter(kind="email"):
-        collection_threading_backfill(collection=collection, model=Document)
+        collection_threading_backfill(collection=collection, model=Document, link_model=None)
 
 
 class Migration(migrations.Migration):

@@ -116,6 +116,31 @@ def _key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:THREAD_KEY_LENGTH]
 
 
+def _links(m: ThreadInput) -> list[str]:
+    """The ids a message cites, other than its own."""
+    links = [r for r in m.references if r and r != m.message_id]
+    if m.in_reply_to and m.in_reply_to != m.message_id:
+        links.append(m.in_reply_to)
+    return links
+
+
+def thread_nodes(m: ThreadInput) -> set[str]:
+    """The hashed names through which ``assign_threads`` can join ``m`` to other messages:
+    its own Message-ID, every id it cites, and, for a message that cites none, its base
+    subject. Two messages ``assign_threads`` puts in one thread are connected through a
+    chain of messages sharing such names, so the stored threads a new message can join are
+    those of the stored messages sharing one of its names (``annotate.threads``)."""
+    links = _links(m)
+    names = [f"m:{i}" for i in links]
+    if m.message_id:
+        names.append(f"m:{m.message_id}")
+    if not links:
+        subject, _replied = base_subject(m.subject)
+        if subject:
+            names.append(f"s:{subject}")
+    return {_key(n) for n in names}
+
+
 def assign_threads(messages: Iterable[ThreadInput]) -> dict[object, str]:
     """Return ``{message key: thread_key}`` for every message.
 
@@ -134,9 +159,7 @@ def assign_threads(messages: Iterable[ThreadInput]) -> dict[object, str]:
         own = f"m:{m.message_id}" if m.message_id else f"k:{m.key}"
         nodes[m.key] = own
         uf.find(own)
-        links = [r for r in m.references if r and r != m.message_id]
-        if m.in_reply_to and m.in_reply_to != m.message_id:
-            links.append(m.in_reply_to)
+        links = _links(m)
         for ref in links:
             uf.union(own, f"m:{ref}")
         if not links:

@@ -62,3 +62,30 @@ def test_the_lexicon_page_shows_every_term_and_their_count(db, login, make_user)
     page = login(make_user("lexlead2", roles.LEAD)).get(reverse("review-lexicons")).content
     page = page.decode()
     assert "Terms (30)" in page and 'rows="31"' in page and "term29" in page
+
+
+def test_entities_found_in_worker_processes_are_those_found_in_one(sample_collection, make_project):
+    """The import's parallel path (``workers``) stores the same rows, persona terms included,
+    and only for the documents above ``after_id``."""
+    project, _users = make_project(n_tasks=1)
+    Lexicon.objects.create(persona=project.personas.get(), name="words", terms="the\nand")
+
+    def stored():
+        return sorted(
+            DocumentEntity.objects.filter(document__collection=sample_collection).values_list(
+                "document_id", "persona_id", "field", "kind", "label", "start", "end", "text"
+            ),
+            key=str,
+        )
+
+    one = collection_entities_detect(collection_id=sample_collection.pk, chunk=7)
+    expected = stored()
+    assert one == len(expected) and any(row[1] for row in expected)
+    DocumentEntity.objects.all().delete()
+    two = collection_entities_detect(collection_id=sample_collection.pk, chunk=7, workers=2)
+    assert (two, stored()) == (one, expected)
+    ids = sorted(Document.objects.filter(collection=sample_collection).values_list("pk", flat=True))
+    DocumentEntity.objects.all().delete()
+    collection_entities_detect(collection_id=sample_collection.pk, after_id=ids[-3], workers=2)
+    assert {row[0] for row in stored()} <= set(ids[-2:])
+    assert stored() == [row for row in expected if row[0] in ids[-2:]]
