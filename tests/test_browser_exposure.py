@@ -21,6 +21,23 @@ pytestmark = [
 ]
 
 
+def _card_computed(browser, url, events, credentials, persona, doc):
+    """Open the document's review page at 1280x720 as ``credentials``; once the page has
+    asked for its exposure (an htmx POST on load), compute it as the worker does and wait
+    for the card's rows. Returns the page and the computed Exposure."""
+    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    watch(page, url, events)
+    login(page, url, *credentials)
+    page.goto(f"{url}{reverse('review-item', args=[persona.pk, doc.pk])}")
+    # wait for the page's own request, not for the first paint
+    wait_for(page, "document.querySelector('#exposure').innerText.includes('Finding the')", 15)
+    row = Exposure.objects.get(document=doc, persona=persona)
+    exposure_compute(exposure_id=row.pk)  # what the worker does
+    wait_for(page, "document.querySelectorAll('#exposure table tbody tr').length > 0", 20)
+    row.refresh_from_db()
+    return page, row
+
+
 def test_the_review_page_lists_exposing_queries_with_ranks_for_a_document_never_searched_for(
     browser, live_server, published, users, tmp_path
 ):
@@ -29,18 +46,10 @@ def test_the_review_page_lists_exposing_queries_with_ranks_for_a_document_never_
     assert not SearchLog.objects.exists()
     users["archivist"].set_password("pw-browser")
     users["archivist"].save()
-    url = live_server.url
     events: list[str] = []
-    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    watch(page, url, events)
-    login(page, url, users["archivist"].username, "pw-browser")
-    page.goto(f"{url}{reverse('review-item', args=[persona.pk, doc.pk])}")
-    # the page asks on load (an htmx POST): wait for its answer, not for the first paint
-    wait_for(page, "document.querySelector('#exposure').innerText.includes('Finding the')", 15)
-    row = Exposure.objects.get(document=doc, persona=persona)
-    exposure_compute(exposure_id=row.pk)  # what the worker does
-    wait_for(page, "document.querySelectorAll('#exposure table tbody tr').length > 0", 15)
-    row.refresh_from_db()
+    page, row = _card_computed(
+        browser, live_server.url, events, (users["archivist"].username, "pw-browser"), persona, doc
+    )
     cells = page.locator("#exposure table tbody tr").first.locator("td")
     first = row.queries[0]
     assert cells.nth(0).inner_text() == f"“{first['text']}”"
@@ -87,17 +96,10 @@ def test_on_the_demo_the_archivist_sees_the_queries_and_ranks_brute_force_gives(
     doc = Document.objects.filter(collection=publication.collection).order_by("pk")[3]
     assert not SearchLog.objects.exists()
 
-    url = live_server.url
     events: list[str] = []
-    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    watch(page, url, events)
-    login(page, url, "archivist", demo.PASSWORD)
-    page.goto(f"{url}{reverse('review-item', args=[persona.pk, doc.pk])}")
-    wait_for(page, "document.querySelector('#exposure').innerText.includes('Finding the')", 15)
-    row = Exposure.objects.get(document=doc, persona=persona)
-    exposure_compute(exposure_id=row.pk)  # what the worker does
-    wait_for(page, "document.querySelectorAll('#exposure table tbody tr').length > 0", 20)
-    row.refresh_from_db()
+    page, row = _card_computed(
+        browser, live_server.url, events, ("archivist", demo.PASSWORD), persona, doc
+    )
     assert row.queries, row.error
 
     view = visibility.view(publication)
