@@ -41,6 +41,16 @@ def test_social_security_numbers_skip_the_never_issued_areas():
     assert _kinds("ticket 666-12-3456 and 900-12-3456") == []
 
 
+def test_an_international_number_is_one_span_subscriber_part_included():
+    # Fresh-eye finding on the demo: only "+353 21" was offered, so a redaction accepted as
+    # suggested left the subscriber's digits readable and searchable.
+    assert _kinds("Tel.: +353 21 4933200 / Fax: +353 21 4933201") == [
+        ("phone", "+353 21 4933200"),
+        ("phone", "+353 21 4933201"),
+    ]
+    assert _kinds("Berlin: +49 30 12345678.") == [("phone", "+49 30 12345678")]
+
+
 def test_a_date_is_a_date_of_birth_only_after_words_that_say_so():
     assert _kinds("born on March 3, 1958 in Omaha") == [("dob", "March 3, 1958")]
     assert _kinds("meeting on March 3, 2001") == []
