@@ -364,13 +364,24 @@ def redaction_save(
     note: str = "",
 ) -> Redaction:
     """Save a new version of the document's redaction for the persona (spans: field, start,
-    end, kind, reason), audited. An empty list lifts the redaction."""
+    end, kind, reason), audited. The new version adds to the redaction in force: what an
+    archivist redacted stays redacted until a lead reverts it (``redaction_revert``), never
+    lifted as a side effect of redacting more; it ends at the later of the two end dates.
+    An empty list is refused."""
     codes = set(RedactionReason.objects.filter(active=True).values_list("code", flat=True))
     clean = _check_spans(document, spans, codes)
+    if not clean:
+        raise RedactionError("choose the spans to redact, or type the words")
     if until is not None and until <= timezone.localdate():
         raise RedactionError("a redaction must end after today")
     if len(note) > 10_000:
         raise RedactionError("the note is longer than 10,000 characters")
+    now = Redaction.objects.filter(persona=persona, document=document).order_by("-version").first()
+    if now is not None and now.spans and redaction_in_force(now, timezone.localdate()):
+        given = {(s["field"], s["start"], s["end"]) for s in clean}
+        kept = [s for s in now.spans if (s["field"], s["start"], s["end"]) not in given]
+        clean = sorted(kept + clean, key=lambda s: (s["field"], s["start"], s["end"]))
+        until = None if until is None or now.until is None else max(until, now.until)
     return _version_add(
         user=archivist,
         persona=persona,

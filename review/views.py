@@ -428,7 +428,8 @@ def redact(request, persona_id, document_id):
         messages.warning(
             request,
             f"{len(found)} other document{'s' if len(found) != 1 else ''} of the collection "
-            "hold the words you redacted: see “Copies of the redacted words” below.",
+            f"{'hold' if len(found) != 1 else 'holds'} the words you redacted: see “Copies of "
+            "the redacted words” below.",
         )
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     return _next_in_queue(request)

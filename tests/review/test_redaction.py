@@ -430,3 +430,33 @@ def test_a_copy_writing_the_number_in_groups_is_hidden_too(published, users):
     view = visibility.view(c.publication)
     assert view.search(NUMBER[:5], 10) == [] and view.search(NUMBER[5:], 10) == []
     assert [x.document.pk for x in copies.copies_of(persona=persona, document=doc)] == [quote.pk]
+
+
+def test_redacting_more_adds_to_the_redaction_in_force_and_never_lifts_it(account, users):
+    """Fresh-eye leak: a second redaction of the same message held only its own spans, so
+    the first one's words became readable and searchable again without a word."""
+    c, persona, doc = account
+    _redact(users, persona, doc)
+    start = doc.body.index("zebraword")
+    later = redaction.redaction_save(
+        archivist=users["archivist"],
+        persona=persona,
+        document=doc,
+        spans=[
+            {
+                "field": "body",
+                "start": start,
+                "end": start + 9,
+                "kind": "typed",
+                "reason": "financial",
+            }
+        ],
+    )
+    assert later.version == 2
+    assert {s["text"] for s in later.spans} == {NUMBER, "zebraword"}
+    view = visibility.view(c.publication)
+    assert view.search(NUMBER, 10) == [] and view.search("zebraword", 10) == []
+    with pytest.raises(redaction.RedactionError, match="choose the spans"):
+        redaction.redaction_save(
+            archivist=users["archivist"], persona=persona, document=doc, spans=[]
+        )
