@@ -284,6 +284,7 @@ def _compute(row: Exposure) -> dict:
             "all_retrieved_expose": bool(retrieved)
             and len({qid for qid, _ in retrieved} & {e.qid for e in found}) == len(retrieved),
             "k": publication.review_k,
+            "visible_set": int(view.index.n),
             "exposure": round(sum(q["weight"] for q in queries), 4),
             "seconds": round(time.perf_counter() - built, 3),
             "candidates_seconds": round(built - started, 3),

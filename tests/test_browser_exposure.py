@@ -101,6 +101,9 @@ def test_on_the_demo_the_archivist_sees_the_queries_and_ranks_brute_force_gives(
         browser, live_server.url, events, ("archivist", demo.PASSWORD), persona, doc
     )
     assert row.queries, row.error
+    # nothing is visible to the demo's searchers before a classifier is trained: the card
+    # says why every query puts the message first
+    assert "Searchers see no message of this collection yet" in page.inner_text("#exposure")
 
     view = visibility.view(publication)
     ranker = exposure.ExposureRanker(view.index, view.postings, doc.docid, k=publication.review_k)
