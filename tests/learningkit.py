@@ -137,15 +137,21 @@ def learning_project(tmp_path, annotator, name: str = "Learning"):
     return project, topic, truth
 
 
+def seed_two_and_two(project, topic, truth) -> None:
+    """Mark two relevant and two not relevant documents of the project's collection as the
+    topic's seeds (the first of each by docid)."""
+    docs = {d.docid: d for d in Document.objects.filter(collection=project.collection)}
+    for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
+        learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=int(docid in truth))
+
+
 def plan_seeded_and_judged(project, topic, truth, annotator, *, budget: int, judged: int = 10):
     """A collection-wide plan on ``topic`` seeded with two relevant and two not relevant
     documents, stepped once and ``judged`` of its tasks judged by ``annotator`` (then stepped
     again)."""
     from ranking.models import LearningPlan
 
-    docs = {d.docid: d for d in Document.objects.filter(collection=project.collection)}
-    for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
-        learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=int(docid in truth))
+    seed_two_and_two(project, topic, truth)
     plan = learning.learning_plan_create(
         project=project,
         topic=topic,
@@ -164,9 +170,6 @@ def plan_seeded_and_judged(project, topic, truth, annotator, *, budget: int, jud
 def plan_setup(worker_env, tmp_path, make_user, client):
     annotator = make_user("al-worker-annotator", roles.ANNOTATOR)
     project, topic, truth = learning_project(tmp_path, annotator, name="Worker learning")
-    collection = project.collection
-    docs = {d.docid: d for d in Document.objects.filter(collection=collection)}
-    for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
-        learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=int(docid in truth))
+    seed_two_and_two(project, topic, truth)
     client.force_login(annotator)
     return project, topic, truth, client

@@ -11,11 +11,8 @@ import pytest
 from django.urls import reverse
 
 from annotate import roles
-from annotate.models import Document
-from ranking import learning
-from ranking.models import LearningPlan
 from tests.browserkit import login, needs_chromium, watch
-from tests.learningkit import judge_next, learning_project
+from tests.learningkit import learning_project, plan_seeded_and_judged
 
 pytestmark = [*needs_chromium, pytest.mark.lucene]
 SHOTS = os.environ.get("SASC_SCREENSHOTS")  # a folder: keep a picture of every page
@@ -36,20 +33,8 @@ def lead_world(transactional_db, tmp_path, make_user):
     lead.set_password("pw-browser")
     lead.save()
     project, topic, truth = learning_project(tmp_path, annotator)
-    docs = {d.docid: d for d in Document.objects.filter(collection=project.collection)}
-    for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
-        learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=int(docid in truth))
-    plan = learning.learning_plan_create(
-        project=project,
-        topic=topic,
-        budget=100,  # below the 156 judgments the knee rule needs
-        candidates=LearningPlan.Candidates.COLLECTION,
-        batch_size=5,
-    )
-    learning.learning_step(plan_id=plan.pk)
-    for _ in range(8):
-        judge_next(project, annotator, truth)
-    learning.learning_step(plan_id=plan.pk)
+    # a budget below the 156 judgments the knee rule needs
+    plan_seeded_and_judged(project, topic, truth, annotator, budget=100, judged=8)
     return project
 
 
