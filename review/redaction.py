@@ -318,6 +318,11 @@ def _check_spans(document: Document, spans: list[dict], reason_codes: set[str]) 
     return sorted(unique.values(), key=lambda s: (s["field"], s["start"], s["end"]))
 
 
+def _newest(persona, document) -> Redaction | None:
+    """The document's newest redaction version for the persona (in force or not)."""
+    return Redaction.objects.filter(persona=persona, document=document).order_by("-version").first()
+
+
 def _next_version(persona, document) -> int:
     top = Redaction.objects.filter(persona=persona, document=document).aggregate(v=Max("version"))
     return (top["v"] or 0) + 1
@@ -376,24 +381,28 @@ def redaction_save(
         raise RedactionError("a redaction must end after today")
     if len(note) > 10_000:
         raise RedactionError("the note is longer than 10,000 characters")
-    now = Redaction.objects.filter(persona=persona, document=document).order_by("-version").first()
-    if now is not None and now.spans and redaction_in_force(now, timezone.localdate()):
-        given = {(s["field"], s["start"], s["end"]) for s in clean}
-        kept = [s for s in now.spans if (s["field"], s["start"], s["end"]) not in given]
-        clean = sorted(kept + clean, key=lambda s: (s["field"], s["start"], s["end"]))
-        until = None if until is None or now.until is None else max(until, now.until)
-    return _version_add(
-        user=archivist,
-        persona=persona,
-        document=document,
-        action="redact",
-        kept=clean,
-        until=until,
-        note=note,
-        reverts=None,
-        spans=[{k: s[k] for k in ("field", "start", "end", "kind", "reason")} for s in clean],
-        until_day=until.isoformat() if until else None,
-    )
+    with transaction.atomic():
+        # The version in force is read under the lock _version_add takes, so two archivists
+        # redacting at once each add to what the other saved, never to an older version.
+        Persona.objects.select_for_update().get(pk=persona.pk)
+        now = _newest(persona, document)
+        if redaction_in_force(now, timezone.localdate()):
+            given = {(s["field"], s["start"], s["end"]) for s in clean}
+            kept = [s for s in now.spans if (s["field"], s["start"], s["end"]) not in given]
+            clean = sorted(kept + clean, key=lambda s: (s["field"], s["start"], s["end"]))
+            until = None if until is None or now.until is None else max(until, now.until)
+        return _version_add(
+            user=archivist,
+            persona=persona,
+            document=document,
+            action="redact",
+            kept=clean,
+            until=until,
+            note=note,
+            reverts=None,
+            spans=[{k: s[k] for k in ("field", "start", "end", "kind", "reason")} for s in clean],
+            until_day=until.isoformat() if until else None,
+        )
 
 
 def redaction_revert(
@@ -409,8 +418,7 @@ def redaction_revert(
         spans, until = earlier.spans, earlier.until
     else:
         spans, until = [], None
-    newest = Redaction.objects.filter(persona=persona, document=document).order_by("-version")
-    now = newest.first()
+    now = _newest(persona, document)
     if now is not None and (now.spans, now.until) == (spans, until):
         what = f"is the same as version {to_version}" if to_version else "redacts nothing"
         raise RedactionError(
