@@ -174,7 +174,8 @@ def held_elsewhere(*, persona: Persona, document: Document) -> list[dict]:
 
 def _same_redaction(*, archivist, persona, document, secrets, note) -> redaction.Redaction | None:
     """Add the occurrences of ``secrets`` in the document's subject and body (with their
-    reason) to its redaction in force, as a new audited version; None when they occur only
+    reason) to its redaction in force (``redaction.redaction_save`` adds), as a new audited
+    version; None when they occur only
     in headers or attachments (hidden there by the searcher's copy all the same)."""
     spans = []
     for e in secrets:
@@ -196,11 +197,13 @@ def _same_redaction(*, archivist, persona, document, secrets, note) -> redaction
     current = redaction.redactions_in_force(
         persona=persona, today=today, document_ids=[document.pk]
     ).get(document.pk)
+    # redaction_save adds the spans to the redaction in force (whose spans it keeps as they
+    # are, a retired reason included); the copy's own end date stays.
     return redaction.redaction_save(
         archivist=archivist,
         persona=persona,
         document=document,
-        spans=[*(current.spans if current else []), *spans],
+        spans=spans,
         until=current.until if current else None,
         note=note,
     )
