@@ -10,10 +10,12 @@ import binascii
 import email
 import email.policy
 import email.utils
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from email.headerregistry import UnstructuredHeader
 from email.message import Message
 
 from annotate.parsing.html_text import html_to_text
@@ -33,6 +35,87 @@ TEXT_ATTACHMENT_TYPES = {
 }
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ADDRESS_HEADERS = ("to", "cc", "bcc")
+
+
+# Header values. The standard library's header registry (``email.policy.default``) decodes
+# each header into an object: four fifths of parsing a message went there (bench/scale.py's
+# profile), re-parsing Content-Type at every look. Only the value's text is ever read here,
+# so ``_POLICY`` answers with the registry's text computed without it where the value's shape
+# makes that text certain (plain ASCII, no encoded words; simple address lists, message ids
+# and dates), and with the registry's own text, remembered per value, for everything else.
+# ``tests/annotate/test_header_fast_path.py`` holds the two equal, value by value and
+# message by message.
+_ATEXT = r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+"
+_DOT_ATOM = rf"{_ATEXT}(?:\.{_ATEXT})*"
+_ADDR_SPEC = rf"{_DOT_ATOM}@{_DOT_ATOM}"
+_QCHARS = r"[!#-\[\]-~]+"  # printable ASCII but the quote and the backslash
+_MAILBOX = re.compile(
+    rf"(?P<bare>{_ADDR_SPEC})"
+    rf"|(?:(?P<atoms>{_ATEXT}(?: {_ATEXT})*)"
+    rf'|"(?P<quoted>{_QCHARS}(?: {_QCHARS})*)") <(?P<addr>{_ADDR_SPEC})>'
+)
+_SHAPE = re.sub(r"\(\?P<\w+>", "(?:", _MAILBOX.pattern)
+_ADDRESS_LIST = re.compile(rf"[ \t]*(?:{_SHAPE})(?:[ \t]*,[ \t]*(?:{_SHAPE}))*[ \t]*")
+_MESSAGE_ID = re.compile(rf"<{_ADDR_SPEC}>")
+_SPECIALS = frozenset('()<>@,:;."[]')
+_ADDRESS_NAMES = frozenset(
+    ("from", "to", "cc", "bcc", "sender", "reply-to")
+    + ("resent-from", "resent-to", "resent-cc", "resent-bcc", "resent-sender")
+)
+_DATE_NAMES = frozenset(("date", "resent-date", "orig-date"))
+_REGISTRY = email.policy.default.header_factory
+_LINESEP = re.compile(r"\n|\r")  # as email.policy's: not str.splitlines
+
+
+def _mailbox_text(m: re.Match) -> str:
+    if m["bare"]:
+        return m["bare"]
+    name = m["atoms"] or m["quoted"]
+    if not _SPECIALS.isdisjoint(name):
+        name = f'"{name}"'
+    return f"{name} <{m['addr']}>"
+
+
+@functools.lru_cache(maxsize=4096)
+def _registry_text(name: str, value: str) -> str:
+    return str(_REGISTRY(name, value))
+
+
+def header_text(name: str, value: str) -> str:
+    """Return ``str(email.policy.default.header_factory(name, value))``, cheaply where the
+    value's shape allows; raise what the registry raises."""
+    key = name.lower()
+    if value.isascii() and "=?" not in value:  # encoded words are the registry's to decode
+        if key in _ADDRESS_NAMES:
+            if _ADDRESS_LIST.fullmatch(value):
+                return ", ".join(_mailbox_text(m) for m in _MAILBOX.finditer(value))
+        elif key in _DATE_NAMES:
+            if not value:
+                return ""
+            try:
+                return email.utils.format_datetime(email.utils.parsedate_to_datetime(value))
+            except ValueError:
+                return value
+            except Exception:
+                return _registry_text(key, value)  # raises what it raised before
+        elif key == "message-id":
+            if _MESSAGE_ID.fullmatch(value):
+                return value
+        elif issubclass(_REGISTRY.registry.get(key, _REGISTRY.default_class), UnstructuredHeader):
+            return value
+    return _registry_text(key, value)
+
+
+class _HeaderTextPolicy(email.policy.EmailPolicy):
+    """``email.policy.default`` whose headers are their registry text (``header_text``)."""
+
+    def header_fetch_parse(self, name, value):
+        if hasattr(value, "name"):
+            return value
+        return header_text(name, "".join(_LINESEP.split(value)))
+
+
+_POLICY = _HeaderTextPolicy()
 
 
 class EmailParseError(ValueError):
@@ -147,6 +230,8 @@ def _header(msg: Message, name: str, problems: list[str]) -> str:
 
 
 def _addresses(value: str) -> list[str]:
+    if value.isascii() and "=?" not in value and _ADDRESS_LIST.fullmatch(value):
+        return [(m["bare"] or m["addr"]).lower() for m in _MAILBOX.finditer(value)]
     pairs = email.utils.getaddresses([value]) if value else []
     return [addr.strip().lower() for _name, addr in pairs if addr and "@" in addr]
 
@@ -400,7 +485,7 @@ def parse_email_bytes(data: bytes) -> ParsedEmail:
         raise EmailParseError("empty message")
     if b"\x00" in data[:8192]:
         raise EmailParseError("binary data (NUL bytes), not an RFC-822 message")
-    msg = email.message_from_bytes(data, policy=email.policy.default)
+    msg = email.message_from_bytes(data, policy=_POLICY)
     if not msg.keys():
         raise EmailParseError("no RFC-822 header lines found")
     if not any(k.lower() in {"from", "to", "subject", "date", "message-id"} for k in msg):
