@@ -207,7 +207,7 @@ def test_generated_mail_parses_as_with_the_registry(tmp_path, monkeypatch):
 
     generate(tmp_path / "mail", 400, seed=5, per_file=400)
     box = mailbox.mbox(tmp_path / "mail" / "box0001.mbox")
-    messages = [(f"#{k}", box.get_bytes(k)) for k in box]
+    messages = [(f"#{k}", box.get_bytes(k)) for k in box.iterkeys()]
     assert _assert_same(messages, monkeypatch) == 400
 
 
