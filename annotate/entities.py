@@ -7,6 +7,7 @@ from typing import NamedTuple
 from django.db import transaction
 from django.db.models import Q
 
+from annotate.bulk import rows_insert
 from annotate.jobs import queue_on_commit
 from annotate.models import Collection, Document, DocumentEntity, Lexicon, Persona
 from ranking import entities as recognisers
@@ -73,7 +74,7 @@ def collection_entities_detect(
         rows = _rows(found)
         with transaction.atomic():
             DocumentEntity.objects.filter(document_id__in={k for k, _f, _t in job[0]}).delete()
-            DocumentEntity.objects.bulk_create(rows, batch_size=2000)
+            rows_insert(DocumentEntity, rows, batch_size=2000)
         return len(rows)
 
     if workers <= 1:

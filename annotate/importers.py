@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import F
 
+from annotate.bulk import rows_insert
 from annotate.models import (
     Attachment,
     Collection,
@@ -263,13 +264,13 @@ class _DocumentWriter:
                     self.report.add(Issue(item[0].docid, "", f"refused by the database: {reason}"))
 
     def _write(self, batch) -> None:
-        docs = Document.objects.bulk_create([d for d, _ in batch])
+        docs = rows_insert(Document, [d for d, _ in batch])
         attachments = []
         for doc, atts in zip(docs, (a for _, a in batch), strict=True):
             for att in atts:
                 att.document = doc
                 attachments.append(att)
-        Attachment.objects.bulk_create(attachments)
+        rows_insert(Attachment, attachments)
         self.report.created += len(docs)
 
     def finish(self) -> None:

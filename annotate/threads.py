@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 
 from django.db import connection, transaction
 
+from annotate.bulk import rows_insert
 from annotate.models import Collection, Document, ThreadLink
 from annotate.parsing.sources import folder_name, join_folder
 from annotate.parsing.threads import (
@@ -98,7 +99,8 @@ def _save(model, link_model, collection, keys: dict, current: dict, linked: list
     with transaction.atomic():
         _keys_write(model, keys, changed)
         if link_model is not None:
-            link_model.objects.bulk_create(
+            rows_insert(
+                link_model,
                 [
                     link_model(collection_id=collection.pk, document_id=m.key, node=node)
                     for m in linked

@@ -130,10 +130,14 @@ def test_a_failed_batch_leaves_no_document_without_its_attachments(
     box.mkdir()
     (box / "a.eml").write_bytes((EDGE / "attachments.eml").read_bytes())
 
-    def fail(*args, **kwargs):
-        raise RuntimeError("disk full while writing attachments")
+    insert = importers.rows_insert
 
-    monkeypatch.setattr(Attachment.objects, "bulk_create", fail)
+    def fail(model, objs, **kwargs):
+        if model is Attachment:
+            raise RuntimeError("disk full while writing attachments")
+        return insert(model, objs, **kwargs)
+
+    monkeypatch.setattr(importers, "rows_insert", fail)
     with pytest.raises(RuntimeError):
         services.import_run(collection=collection, fmt="emails", path=box)
     assert not Document.objects.filter(collection=collection).exists()
