@@ -192,8 +192,22 @@ def lexicon_pattern(terms: Iterable[str]) -> re.Pattern | None:
         parts.add(r"\s+".join(re.escape(w) for w in words))
     if not parts:
         return None
-    body = "|".join(sorted(parts, key=len, reverse=True))
-    return re.compile(rf"(?<![\w@])(?:{body})(?:e?s)?(?![\w@])", re.IGNORECASE)
+    return re.compile(rf"(?<![\w@])(?:{_alternation(parts)})(?:e?s)?(?![\w@])", re.IGNORECASE)
+
+
+def _alternation(parts: set[str]) -> str:
+    """The terms as one alternation, longest first. Python's ``re`` tries every alternative
+    at every word start; grouped by their first character (ASCII letters and digits: no
+    two groups can match the same character, even ignoring case), a position tries one
+    group. The order within a group is kept, so the matches are the same
+    (``test_a_lexicon_pattern_matches_as_the_flat_alternation``)."""
+    ordered = sorted(parts, key=len, reverse=True)
+    if not all(p[0].isascii() and p[0].isalnum() for p in ordered):
+        return "|".join(ordered)
+    groups: dict[str, list[str]] = {}
+    for part in ordered:
+        groups.setdefault(part[0], []).append(part[1:])
+    return "|".join(f"{first}(?:{'|'.join(rests)})" for first, rests in groups.items())
 
 
 HEALTH_TERMS = [t for t in _builtin_terms(HEALTH) if t.lower() not in _TOO_COMMON]

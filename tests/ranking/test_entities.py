@@ -1,14 +1,18 @@
 """The offline recognisers (issue 20): checksums, formats, lexicons, overlaps, redaction,
 and their precision and recall on the labelled fixtures (numbers in docs/redaction.md)."""
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ranking import entities
 from ranking.entities import recognise
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "entities.txt"
+EMAILS = FIXTURES.parent / "emails"
 
 
 def _kinds(text, lexicons=None):
@@ -103,3 +107,49 @@ def test_redact_everywhere_hides_each_writing_of_a_secret():
     assert "123456789" in out  # a longer number is another number
     assert "Who" not in out and "who" not in out
     assert entities.redact_everywhere("nothing here", {"..."}) == "nothing here"
+
+
+def _flat_pattern(terms):
+    """``lexicon_pattern`` before its alternation was grouped by first character."""
+    parts = {r"\s+".join(re.escape(w) for w in t.lower().split()) for t in terms if t.split()}
+    body = "|".join(sorted(parts, key=len, reverse=True))
+    return re.compile(rf"(?<![\w@])(?:{body})(?:e?s)?(?![\w@])", re.IGNORECASE)
+
+
+def _matches(pattern, text):
+    return [(m.start(), m.end()) for m in pattern.finditer(text)]
+
+
+LEXICON_WORDS = ["car", "care", "career", "cares", "Care Home", "chapter 11", "401(k)", "ms", "a"]
+
+
+@given(
+    st.lists(st.sampled_from(LEXICON_WORDS), min_size=1, max_size=6),
+    st.lists(
+        st.sampled_from([*LEXICON_WORDS, " ", "  ", "\n", "s", "es", "@", "-", "x", "CARE", "K"]),
+        max_size=20,
+    ).map("".join),
+)
+@settings(max_examples=600, deadline=None, derandomize=True)
+def test_a_lexicon_pattern_matches_as_the_flat_alternation(terms, text):
+    assert _matches(entities.lexicon_pattern(terms), text) == _matches(_flat_pattern(terms), text)
+
+
+def test_the_builtin_lexicons_match_as_the_flat_alternation():
+    texts = FIXTURES.read_text().splitlines()
+    texts += [p.read_text(errors="replace") for p in EMAILS.rglob("*") if p.is_file()]
+    texts += [" ".join(entities.HEALTH_TERMS), " ".join(entities.FINANCIAL_TERMS).upper()]
+    for terms in (entities.HEALTH_TERMS, entities.FINANCIAL_TERMS):
+        grouped, flat = entities.lexicon_pattern(terms), _flat_pattern(terms)
+        found = 0
+        for text in texts:
+            assert _matches(grouped, text) == _matches(flat, text), text[:80]
+            found += len(_matches(flat, text))
+        assert found > 30
+
+
+def test_a_lexicon_pattern_prefers_the_longest_term_at_a_place():
+    pattern = entities.lexicon_pattern(["care", "Care Home", "car"])
+    text = "a care  home visit, cars and careers"
+    assert _matches(pattern, text) == _matches(_flat_pattern(["care", "Care Home", "car"]), text)
+    assert [m.group() for m in pattern.finditer(text)] == ["care  home", "cars"]
