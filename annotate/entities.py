@@ -7,7 +7,7 @@ from typing import NamedTuple
 from django.db import transaction
 from django.db.models import Q
 
-from annotate.bulk import rows_insert
+from annotate.bulk import rows_insert, statistics_refresh
 from annotate.jobs import queue_on_commit
 from annotate.models import Collection, Document, DocumentEntity, Lexicon, Persona
 from ranking import entities as recognisers
@@ -78,7 +78,9 @@ def collection_entities_detect(
         return len(rows)
 
     if workers <= 1:
-        return sum(store(job, recognisers.texts_entities(job)) for job in jobs())
+        total = sum(store(job, recognisers.texts_entities(job)) for job in jobs())
+        statistics_refresh(DocumentEntity, rows=total)
+        return total
     import multiprocessing
 
     # forkserver, not fork: see annotate.importers._iter_parallel (a JVM's threads)
@@ -93,6 +95,7 @@ def collection_entities_detect(
                 total += store(done, result.get())
         for done, result in pending:
             total += store(done, result.get())
+    statistics_refresh(DocumentEntity, rows=total)
     return total
 
 

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import F
 
-from annotate.bulk import rows_insert
+from annotate.bulk import rows_insert, statistics_refresh
 from annotate.models import (
     Attachment,
     Collection,
@@ -28,6 +28,7 @@ from annotate.models import (
     Persona,
     ReferenceRelevance,
     ReferenceSensitivity,
+    ThreadLink,
     Topic,
 )
 from annotate.parsing import Issue
@@ -275,6 +276,7 @@ class _DocumentWriter:
 
     def finish(self) -> None:
         self.flush()
+        statistics_refresh(Document, Attachment, rows=self.report.created)
         with transaction.atomic():
             for doc in Document.objects.select_for_update().filter(
                 collection=self.collection, docid__in=list(self.duplicate_hits)
@@ -285,6 +287,7 @@ class _DocumentWriter:
             if self.threads:
                 # New messages join (or link) the stored threads they cite or are cited by.
                 collection_threads_extend(collection=self.collection)
+                statistics_refresh(ThreadLink, rows=self.report.created)
             _bump_version(self.collection)
 
 

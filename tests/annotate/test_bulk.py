@@ -73,3 +73,19 @@ def test_copy_sets_the_ids_later_rows_point_at():
     assert Attachment.objects.get().document.docid == "d1"
     later = Document.objects.create(collection=collection, docid="d3", content_hash="h")
     assert later.pk > docs[-1].pk  # the sequence moved past the ids COPY used
+
+
+def test_a_large_import_refreshes_the_planners_statistics(monkeypatch):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's planner statistics")
+
+    def sampled_rows() -> float:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'annotate_document'")
+            return cursor.fetchone()[0]
+
+    before = sampled_rows()
+    monkeypatch.setattr(bulk, "ANALYZE_AFTER", 40)  # the fixtures stand for a large import
+    _collection, report = _import("large")
+    assert report.created > 40
+    assert sampled_rows() >= report.created > before
