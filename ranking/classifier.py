@@ -22,6 +22,7 @@ from annotate.entities import entity_counts
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.labels import persona_sensitivity_labels
 from annotate.models import (
+    Attachment,
     Collection,
     Document,
     Job,
@@ -77,32 +78,42 @@ def collection_messages(*, collection: Collection) -> tuple[list[sensitivity.Mes
     """Every document of the collection as the classifier reads it, and their ids."""
     messages, ids = [], []
     counts = entity_counts(collection=collection)
+    # Plain rows, not model instances with prefetched attachments: at 500,000 messages
+    # Django's prefetch cloned a queryset per document (bench/scale.py).
+    attached: dict[int, list[tuple[str, str]]] = {}
+    for doc_id, filename, text in (
+        Attachment.objects.filter(document__collection=collection)
+        .order_by("document_id", "position")
+        .values_list("document_id", "filename", "text")
+        .iterator(chunk_size=2000)
+    ):
+        attached.setdefault(doc_id, []).append((filename, text))
     docs = (
         Document.objects.filter(collection=collection)
         .order_by("id")
-        .prefetch_related("attachments")
+        .values_list("id", "docid", "subject", "body", "date", "addresses", "raw_headers")
     )
-    for d in docs.iterator(chunk_size=2000):
-        attachments = list(d.attachments.all())
-        addresses = d.addresses or {}
+    for pk, docid, subject, body, date, addresses, headers in docs.iterator(chunk_size=2000):
+        attachments = attached.pop(pk, [])
+        addresses = addresses or {}
         recipients = [a for key in ("to", "cc", "bcc") for a in addresses.get(key) or []]
-        headers = d.raw_headers or ""
+        headers = headers or ""
         messages.append(
             sensitivity.Message(
-                docid=d.docid,
-                subject=d.subject,
-                body=d.body,
-                attachments=" ".join(a.filename + " " + a.text for a in attachments),
+                docid=docid,
+                subject=subject,
+                body=body,
+                attachments=" ".join(name + " " + text for name, text in attachments),
                 attachment_count=len(attachments),
-                date=d.date,
+                date=date,
                 sender=(addresses.get("from") or "").lower(),
                 recipients=[r.lower() for r in recipients],
-                reply=bool(_REPLY.match(d.subject)) or "\nin-reply-to:" in "\n" + headers.lower(),
+                reply=bool(_REPLY.match(subject)) or "\nin-reply-to:" in "\n" + headers.lower(),
                 priority=bool(_PRIORITY.search(headers)),
-                entities=counts.get(d.docid, {}),
+                entities=counts.get(docid, {}),
             )
         )
-        ids.append(d.pk)
+        ids.append(pk)
     return messages, ids
 
 

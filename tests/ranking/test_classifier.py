@@ -216,3 +216,26 @@ def test_two_trainings_stored_at_once_take_two_versions(
     for m in stored.values():
         assert Path(m.path).read_text() == m.source  # each version holds its own file
     assert sorted(p.name for p in folder.iterdir()) == ["v1.joblib", "v2.joblib"]
+
+
+def test_the_classifier_reads_each_message_with_its_attachments_in_order(db, tmp_path):
+    """``collection_messages`` reads plain rows (no per-document prefetch): each message has
+    its own attachments' names and texts, in position order, and its entity counts."""
+    from annotate import services
+    from annotate.models import Attachment, Collection, Document
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "emails"
+    collection = Collection.objects.create(name="c", slug="c")
+    services.import_run(collection=collection, fmt="emails", path=fixtures)
+    messages, ids = classifier.collection_messages(collection=collection)
+    docs = {d.pk: d for d in Document.objects.filter(collection=collection)}
+    assert ids == sorted(docs) and len(ids) > 40
+    with_attachments = 0
+    for message, pk in zip(messages, ids, strict=True):
+        atts = list(Attachment.objects.filter(document_id=pk).order_by("position"))
+        assert message.docid == docs[pk].docid
+        assert message.body == docs[pk].body
+        assert message.attachment_count == len(atts)
+        assert message.attachments == " ".join(a.filename + " " + a.text for a in atts)
+        with_attachments += bool(atts)
+    assert with_attachments >= 3
