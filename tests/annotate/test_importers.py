@@ -229,7 +229,7 @@ def test_qrels_import_names_unknown_topics_and_documents_and_never_duplicates(
 
 def test_sensitivity_labels_per_topic_and_for_all_topics(sample_collection, tmp_path):
     persona = Persona.objects.create(name="P")
-    Topic.objects.create(collection=sample_collection, number="1", title="t")
+    topic = Topic.objects.create(collection=sample_collection, number="1", title="t")
     docid = "sample/easy-ham-1-00001.eml"
     path = tmp_path / "s.txt"
     other = "sample/easy-ham-1-00014.eml"
@@ -240,6 +240,13 @@ def test_sensitivity_labels_per_topic_and_for_all_topics(sample_collection, tmp_
     importers.sensitivity_import(collection=sample_collection, persona=persona, path=path)
     assert ReferenceSensitivity.objects.count() == 2
     assert ReferenceSensitivity.objects.get(topic__isnull=True).sensitive is True
+    path.write_text(f"* 0 {docid} 0\n1 0 {docid} 1\n1 0 {other} 1\n")
+    report = importers.sensitivity_import(collection=sample_collection, persona=persona, path=path)
+    assert (report.created, report.updated) == (1, 2)
+    assert sorted(
+        ReferenceSensitivity.objects.values_list("topic_id", "document__docid", "sensitive"),
+        key=str,
+    ) == sorted([(None, docid, False), (topic.pk, docid, True), (topic.pk, other, True)], key=str)
 
 
 def test_personas_import_validates_fields(tmp_path, db):
