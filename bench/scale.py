@@ -58,15 +58,69 @@ def percentiles(values):
     return statistics.median(values) * 1000, p95 * 1000
 
 
-def build(label, mail: Path, workers: int, users, *, baseline_rate: bool):
+def classify(collection, persona, sample: int | None) -> dict:
+    """Train the donor's classifier on the planted labels (``sample``: a stratified random
+    sample of that many), rescore every document, publish; return its figures."""
+    from annotate.models import ReferenceSensitivity
+    from ranking.classifier import sensitivity_model_train
+    from review.models import Publication
+
+    truth = dict(
+        ReferenceSensitivity.objects.filter(
+            persona=persona, document__collection=collection
+        ).values_list("document_id", "sensitive")
+    )
+    labels = {d: int(s) for d, s in truth.items()}
+    if sample and sample < len(labels):
+        from sklearn.model_selection import train_test_split
+
+        keys = sorted(labels)
+        kept, _rest = train_test_split(
+            keys, train_size=sample, stratify=[labels[k] for k in keys], random_state=0
+        )
+        labels = {k: labels[k] for k in kept}
+    out = {"labels": len(labels)}
+    trained, out["classifier_seconds"] = timed(
+        f"sensitivity classifier ({len(labels)} labels; train + rescore every document)",
+        sensitivity_model_train,
+        collection=collection,
+        persona=persona,
+        source="reference",
+        labels=labels,
+    )
+    out["classifier_report"] = {
+        k: trained.report.get(k)
+        for k in ("f1", "f2", "precision", "recall", "threshold", "graph")
+        if k in trained.report
+    }
+    prevalence = sum(truth.values()) / max(1, len(truth))
+    out["f1_all_sensitive"] = 2 * prevalence / (1 + prevalence)
+    Publication.objects.create(
+        collection=collection, persona=persona, published=True, band_low=0.2, band_high=0.8
+    )
+    return out
+
+
+def resume(label) -> dict:
+    """The archive ``label`` a run in this database built, up to its classifier."""
+    from annotate.models import AnnotationProject, Collection, Persona
+
+    collection = Collection.objects.get(slug=label)
+    return {
+        "collection": collection,
+        "persona": Persona.objects.get(name=f"Donor {label}"),
+        "project": AnnotationProject.objects.get(slug=f"{label}-p"),
+        "messages": collection.documents.count(),
+    }
+
+
+def build(label, mail: Path, workers: int, users, *, baseline_rate: bool, sample=None):
     """Import, index, pool, learn, classify and publish one archive; return its figures."""
     from annotate import services as annotate_services
     from annotate.models import AnnotationProject, Collection, Persona, Round
     from ranking import active, features, lucene
-    from ranking.classifier import sensitivity_model_train
     from ranking.pooling import project_pool
     from ranking.services import collection_features, collection_near_duplicates, index_build
-    from review.models import Publication
 
     out = {}
     print(f"[{label}] {mail}", flush=True)
@@ -184,30 +238,7 @@ def build(label, mail: Path, workers: int, users, *, baseline_rate: bool):
         flush=True,
     )
 
-    trained, out["classifier_seconds"] = timed(
-        "sensitivity classifier (train + rescore every document)",
-        sensitivity_model_train,
-        collection=collection,
-        persona=persona,
-        source="reference",
-    )
-    out["classifier_report"] = {
-        k: trained.report.get(k)
-        for k in ("f1", "f2", "precision", "recall", "threshold", "graph")
-        if k in trained.report
-    }
-    from annotate.models import ReferenceSensitivity
-
-    truth = list(
-        ReferenceSensitivity.objects.filter(
-            persona=persona, document__collection=collection
-        ).values_list("sensitive", flat=True)
-    )
-    prevalence = sum(truth) / max(1, len(truth))
-    out["f1_all_sensitive"] = 2 * prevalence / (1 + prevalence)
-    Publication.objects.create(
-        collection=collection, persona=persona, published=True, band_low=0.2, band_high=0.8
-    )
+    out.update(classify(collection, persona, sample))
     out["collection"], out["persona"], out["project"] = collection, persona, project
     del lucene, features
     return out
@@ -288,6 +319,19 @@ def main():
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--mail", type=Path, default=None, help="a folder mailgen wrote")
+    parser.add_argument(
+        "--labels",
+        type=int,
+        default=None,
+        help="train the big archive's classifier on a stratified sample of this many planted "
+        "labels (default: every message's)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse the two archives a stopped run built in this database (DATABASE_URL) "
+        "up to their classifiers, then train what is missing and serve the pages",
+    )
     args = parser.parse_args()
     # one import of the whole archive (the default cap is 250,000 documents an import)
     os.environ.setdefault("SASC_MAX_DOCUMENTS_PER_IMPORT", str(max(250_000, args.messages)))
@@ -298,35 +342,42 @@ def main():
 
     call_command("collectstatic", interactive=False, verbosity=0)  # pages name hashed files
 
+    from django.contrib.auth import get_user_model
+
     from annotate import roles
     from annotate import services as annotate_services
 
-    users = {
-        "searcher": annotate_services.user_create(
-            username="s", password="pw-bench-only", role_names=[roles.SEARCHER]
-        ),
-        "archivist": annotate_services.user_create(
-            username="a", password="pw-bench-only", role_names=[roles.ARCHIVIST]
-        ),
-        "annotator": annotate_services.user_create(
-            username="n", password="pw-bench-only", role_names=[roles.ANNOTATOR]
-        ),
-    }
+    names = {"searcher": ("s", roles.SEARCHER), "archivist": ("a", roles.ARCHIVIST)}
+    names["annotator"] = ("n", roles.ANNOTATOR)
+    if args.resume:
+        users = {k: get_user_model().objects.get(username=u) for k, (u, _r) in names.items()}
+    else:
+        users = {
+            k: annotate_services.user_create(username=u, password="pw-bench-only", role_names=[r])
+            for k, (u, r) in names.items()
+        }
     print(
         f"database: {connection.vendor}; work folder {work}; cores {os.cpu_count()}; "
         f"load {os.getloadavg()}"
     )
-    mail = args.mail
-    started = time.perf_counter()
-    if mail is None:
-        mail = work / f"mail{args.messages}"
-        print(generate(mail, args.messages, per_file=max(1000, args.messages // 40)))
-    print(f"  generate: {time.perf_counter() - started:.1f} s")
-    small = work / f"mail{args.baseline_messages}"
-    generate(small, args.baseline_messages, seed=2, per_file=500)
+    if args.resume:
+        from review.models import Publication
 
-    base = build("small", small, args.workers, users, baseline_rate=False)
-    big = build("big", mail, args.workers, users, baseline_rate=True)
+        base, big = resume("small"), resume("big")
+        for built, sample in ((base, None), (big, args.labels)):
+            if not Publication.objects.filter(collection=built["collection"]).exists():
+                built.update(classify(built["collection"], built["persona"], sample))
+    else:
+        mail = args.mail
+        started = time.perf_counter()
+        if mail is None:
+            mail = work / f"mail{args.messages}"
+            print(generate(mail, args.messages, per_file=max(1000, args.messages // 40)))
+        print(f"  generate: {time.perf_counter() - started:.1f} s")
+        small = work / f"mail{args.baseline_messages}"
+        generate(small, args.baseline_messages, seed=2, per_file=500)
+        base = build("small", small, args.workers, users, baseline_rate=False)
+        big = build("big", mail, args.workers, users, baseline_rate=True, sample=args.labels)
     base_pages, _ = serve("small", base, users, args.requests)
     big_pages, pending = serve("big", big, users, args.requests)
 
@@ -336,25 +387,27 @@ def main():
         f"{connection.vendor}, {args.workers} parsing processes; load average now "
         f"{os.getloadavg()}"
     )
+    if not args.resume:  # those steps ran in the stopped run
+        print(
+            f"import: {big['import_rate']:.0f} msg/s parse + store in parallel [one process: "
+            f"{big['import_rate_one_process']:.0f} msg/s]; {big['import_errors']} errors"
+        )
+        print(f"index: {big['index_seconds']:.1f} s {big['index']}")
+        print(
+            f"near-duplicates of a document: p50 {big['neardup_ms'][0]:.2f} ms, "
+            f"p95 {big['neardup_ms'][1]:.2f} "
+            f"ms [sparse product over the collection: p50 {big['sparse_product_ms'][0]:.1f} "
+            f"ms, p95 {big['sparse_product_ms'][1]:.1f} ms]"
+        )
+        print(f"pool: {big['pool_seconds']:.1f} s [small archive: {base['pool_seconds']:.1f} s]")
+        print(
+            f"active-learning step (CAL, 100): {big['al_cal_seconds']:.2f} s "
+            f"[SPL: {big['al_spl_seconds']:.3f} "
+            f"s]"
+        )
     print(
-        f"import: {big['import_rate']:.0f} msg/s parse + store in parallel [one process: "
-        f"{big['import_rate_one_process']:.0f} msg/s]; {big['import_errors']} errors"
-    )
-    print(f"index: {big['index_seconds']:.1f} s {big['index']}")
-    print(
-        f"near-duplicates of a document: p50 {big['neardup_ms'][0]:.2f} ms, "
-        f"p95 {big['neardup_ms'][1]:.2f} "
-        f"ms [sparse product over the collection: p50 {big['sparse_product_ms'][0]:.1f} "
-        f"ms, p95 {big['sparse_product_ms'][1]:.1f} ms]"
-    )
-    print(f"pool: {big['pool_seconds']:.1f} s [small archive: {base['pool_seconds']:.1f} s]")
-    print(
-        f"active-learning step (CAL, 100): {big['al_cal_seconds']:.2f} s "
-        f"[SPL: {big['al_spl_seconds']:.3f} "
-        f"s]"
-    )
-    print(
-        f"sensitivity classifier + rescore: {big['classifier_seconds']:.1f} s; "
+        f"sensitivity classifier ({big['labels']} labels) + rescore: "
+        f"{big['classifier_seconds']:.1f} s; "
         f"{big['classifier_report']} "
         f"[F1 calling everything sensitive: {big['f1_all_sensitive']:.3f}]"
     )
