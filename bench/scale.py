@@ -114,7 +114,7 @@ def resume(label) -> dict:
     }
 
 
-def build(label, mail: Path, workers: int, users, *, baseline_rate: bool, sample=None):
+def build(label, mail: Path, workers: int, users, *, baseline_rate: bool, labels_sample=None):
     """Import, index, pool, learn, classify and publish one archive; return its figures."""
     from annotate import services as annotate_services
     from annotate.models import AnnotationProject, Collection, Persona, Round
@@ -238,7 +238,7 @@ def build(label, mail: Path, workers: int, users, *, baseline_rate: bool, sample
         flush=True,
     )
 
-    out.update(classify(collection, persona, sample))
+    out.update(classify(collection, persona, labels_sample))
     out["collection"], out["persona"], out["project"] = collection, persona, project
     del lucene, features
     return out
@@ -377,7 +377,7 @@ def main():
         small = work / f"mail{args.baseline_messages}"
         generate(small, args.baseline_messages, seed=2, per_file=500)
         base = build("small", small, args.workers, users, baseline_rate=False)
-        big = build("big", mail, args.workers, users, baseline_rate=True, sample=args.labels)
+        big = build("big", mail, args.workers, users, baseline_rate=True, labels_sample=args.labels)
     base_pages, _ = serve("small", base, users, args.requests)
     big_pages, pending = serve("big", big, users, args.requests)
 
