@@ -29,7 +29,7 @@ LAYERS = [
     (r"review\.(routing|simulate|threads)", CORE),
     # tables and the roles that guard them
     (r"(annotate|ranking|review)\.models", DATA),
-    (r"annotate\.roles", DATA),
+    (r"annotate\.(roles|bulk)", DATA),  # bulk: inserting many rows (COPY on PostgreSQL)
     # writes and reads
     (
         r"annotate\.(services|selectors|jobs|projects|judgments|labels|exports|charts|importers"
