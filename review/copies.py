@@ -13,11 +13,10 @@ easy to redact for good, each as its own audited redaction version:
   release page warns about them), and ``release_with_elsewhere``: release it with the same
   redaction, or, a person's explicit choice, with them readable.
 
-Candidates come from the collection's index (``redaction.candidates``: the rows that hold
-every analysed term of the string, or for a number a leading part of it, read from the
-index's sparse matrix, no scan of the texts), then
-each candidate's text (subject, body, headers, attachments) is matched as
-``ranking.entities.redact_everywhere`` matches: case- and space-insensitive, whole words.
+Copies are found by content, not by index terms (``redaction.holders``: a scan of every
+document's subject, body, headers, id and attachments' names and text with the one rule of
+``ranking.writings``): any writing of a value, compact or spaced, wrapped and quoted, in any
+case, is a copy, whatever the analyser made of it.
 """
 
 import contextlib
@@ -28,9 +27,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotate.models import Document, Persona
-from ranking import entities as recognisers
-from ranking import lucene
-from ranking.services import IndexNotReady, index_paths
+from ranking import writings
+from ranking.services import IndexNotReady
 from review import redaction, visibility
 from review.models import Decision, Publication, ReviewRequest
 from review.selectors import decisions_in_force_kinds
@@ -58,42 +56,20 @@ class Copy:
         return STATE_WORDS[self.state]
 
 
-def _texts(document: Document) -> list[str]:
-    return [
-        *(getattr(document, f) for f in (*redaction.FIELDS, *redaction.HEADERS)),
-        *(t for a in document.attachments.all() for t in (a.filename, a.text)),
-    ]
-
-
 def _held(document: Document, secrets: list[dict]) -> list[dict]:
-    """The secrets that occur in the document (any field, header or attachment)."""
-    texts = _texts(document)
-    return [
-        e
-        for e in secrets
-        if (pattern := recognisers.secret_pattern(e["text"])) is not None
-        and any(pattern.search(t) for t in texts)
-    ]
+    """The secrets written in the document (any text a searcher can read or search)."""
+    found = writings.scan(redaction.document_texts(document), [e["text"] for e in secrets])
+    return [e for e in secrets if e["text"] in found]
 
 
 def _keys(document: Document, own) -> set[str]:
-    """The ``secret_key`` of each string the document's own redaction hides."""
-    return {recognisers.secret_key(t) for t in redaction.redacted_secrets(document, own)}
-
-
-def _postings(collection):
-    if collection.indexed_version is None:
-        raise IndexNotReady(collection)
-    path = index_paths(collection=collection).postings
-    if not path.exists():
-        raise IndexNotReady(collection)
-    return visibility.postings_at(path)
+    """The canonical form of each value the document's own redaction hides."""
+    return {writings.key(t) for t in redaction.redacted_secrets(document, own)}
 
 
 def copies_of(*, persona: Persona, document: Document, today: date | None = None) -> list[Copy]:
-    """The other documents of the collection that hold a string the document's redaction in
-    force hides, each with its state for the persona. Empty when the collection has no
-    index yet (then nothing of it is searchable)."""
+    """The other documents of the collection that hold a writing of a value the document's
+    redaction in force hides, each with its state for the persona."""
     today = today or timezone.localdate()
     own = redaction.redactions_in_force(persona=persona, today=today, document_ids=[document.pk])
     if document.pk not in own:
@@ -104,21 +80,17 @@ def copies_of(*, persona: Persona, document: Document, today: date | None = None
     secrets = [
         everything[key]
         for s in own[document.pk].spans
-        if (key := recognisers.secret_key(s.get("text", ""))) in everything
+        if (key := writings.key(s.get("text", ""))) in everything
     ]
     secrets = list({id(e): e for e in secrets}.values())
-    try:
-        postings = _postings(document.collection)
-    except IndexNotReady:
-        return []
-    docids = redaction.candidates(postings, [e["text"] for e in secrets], lucene.analyze)
+    holding = redaction.holders(collection=document.collection, values=[e["text"] for e in secrets])
     candidates = (
-        Document.objects.filter(collection=document.collection, docid__in=docids)
+        Document.objects.filter(pk__in=list(holding))
         .exclude(pk=document.pk)
         .prefetch_related("attachments")
         .order_by("id")
     )
-    found = [(d, held) for d in candidates if (held := _held(d, secrets))]
+    found = [(d, [e for e in secrets if e["text"] in holding[d.pk]]) for d in candidates]
     return _with_states(persona=persona, found=found, today=today)
 
 
@@ -151,7 +123,7 @@ def _with_states(*, persona, found, today) -> list[Copy]:
         else:
             state = HIDDEN
         keys = _keys(d, force.get(d.pk))
-        covered = all(recognisers.secret_key(e["text"]) in keys for e in held)
+        covered = all(writings.key(e["text"]) in keys for e in held)
         out.append(Copy(d, held, state, covered))
     return out
 
@@ -177,20 +149,12 @@ def _same_redaction(*, archivist, persona, document, secrets, note) -> redaction
     reason) to its redaction in force (``redaction.redaction_save`` adds), as a new audited
     version; None when they occur only
     in headers or attachments (hidden there by the searcher's copy all the same)."""
-    spans = []
-    for e in secrets:
-        pattern = recognisers.secret_pattern(e["text"])
-        for field in redaction.FIELDS:
-            for m in pattern.finditer(getattr(document, field)):
-                spans.append(
-                    {
-                        "field": field,
-                        "start": m.start(),
-                        "end": m.end(),
-                        "kind": "copy",
-                        "reason": e["reason"],
-                    }
-                )
+    spans = [
+        {"field": field, "start": start, "end": end, "kind": "copy", "reason": e["reason"]}
+        for e in secrets
+        for field in redaction.FIELDS
+        for start, end in writings.find(getattr(document, field), [e["text"]])
+    ]
     if not spans:
         return None
     today = timezone.localdate()

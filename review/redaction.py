@@ -18,15 +18,16 @@ Every version is audited (``redact``, ``redaction-revert``) in the transaction t
 import copy
 import html
 import re
+import threading
 from datetime import date
 
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from annotate.models import Attachment, Document, Persona
 from annotate.selectors import document_text
-from ranking import entities as recognisers
+from ranking import writings
 from review.audit import audit
 from review.models import Redaction, RedactionReason
 
@@ -68,14 +69,14 @@ def redactions_in_force(
 
 
 def secrets_in_force(*, persona: Persona, collection, today: date) -> dict[str, dict]:
-    """Every word or phrase redacted in the collection for the persona today, under its
-    ``ranking.entities.secret_key``: ``{key: {"text", "reason", "document_id"}}`` (the
+    """Every value redacted in the collection for the persona today, under its canonical
+    form (``ranking.writings.key``): ``{key: {"text", "reason", "document_id"}}`` (the
     first document, by id, that redacts it)."""
     out: dict[str, dict] = {}
     force = redactions_in_force(persona=persona, today=today, collection=collection)
     for doc_id in sorted(force):
         for s in force[doc_id].spans:
-            key = recognisers.secret_key(s.get("text", ""))
+            key = writings.key(s.get("text", ""))
             if key:
                 out.setdefault(
                     key, {"text": s["text"], "reason": s.get("reason", ""), "document_id": doc_id}
@@ -102,8 +103,8 @@ def redacted_fields(
     document: Document, redaction: Redaction | None, elsewhere=()
 ) -> dict[str, str]:
     """The document's subject and body with the redaction's spans marked out, and every
-    other occurrence of the words they hide and of ``elsewhere`` (words redacted in other
-    documents) (``ranking.entities.redact_everywhere``)."""
+    writing of the values they hide and of ``elsewhere`` (values redacted in other
+    documents) (``ranking.writings.redact_everywhere``)."""
     secrets = redacted_secrets(document, redaction) | set(elsewhere)
     out = {}
     for field in FIELDS:
@@ -114,15 +115,18 @@ def redacted_fields(
             if s["field"] == field
         ]
         if spans:
-            text = recognisers.redact(text, spans)
-        out[field] = recognisers.redact_everywhere(text, secrets) if secrets else text
+            text = writings.redact(text, spans)
+        out[field] = writings.redact_everywhere(text, secrets) if secrets else text
     return out
 
 
 def searcher_copy(document: Document, redaction: Redaction | None, elsewhere=()) -> Document:
-    """The document as a searcher may read it: an unsaved copy with the redacted subject and
-    body (``redacted`` True), or the document itself when nothing is redacted in it.
-    ``elsewhere``: words redacted in other documents of the collection, hidden here too."""
+    """The document as a searcher may read it: an unsaved copy with every writing of the
+    redacted values marked out of every field a page shows (subject, body, headers, the
+    document id, the attachments' names and text, and the size shown for an attachment
+    whose text changed: it would tell the hidden value's length) (``redacted`` True), or
+    the document itself when nothing is redacted in it. ``elsewhere``: values redacted in
+    other documents of the collection, hidden here too."""
     own = redaction if redaction is not None and redaction.spans else None
     secrets = redacted_secrets(document, own) | set(elsewhere)
     if not secrets:
@@ -130,15 +134,15 @@ def searcher_copy(document: Document, redaction: Redaction | None, elsewhere=())
     doc = copy.copy(document)
     for field, text in redacted_fields(document, own, elsewhere).items():
         setattr(doc, field, text)
-    # What the spans hid is hidden wherever a searcher could read it: the headers a page
-    # shows and the attachments (their names and text), not only the subject and body.
     for field in HEADERS:
-        setattr(doc, field, recognisers.redact_everywhere(getattr(document, field), secrets))
+        setattr(doc, field, writings.redact_everywhere(getattr(document, field), secrets))
+    # the id is shown on the page (a zip member named after its subject holds its words);
+    # ``docid`` itself stays the key the search uses
+    doc.shown_docid = writings.redact_everywhere(document.docid, secrets)
     attachments = list(document.attachments.all().order_by("position"))
     doc.shown_attachments = [_attachment_copy(a, secrets) for a in attachments]
-    changed = own is not None or any(
-        getattr(doc, f) != getattr(document, f) for f in (*FIELDS, *HEADERS)
-    )
+    changed = own is not None or doc.shown_docid != document.docid
+    changed = changed or any(getattr(doc, f) != getattr(document, f) for f in (*FIELDS, *HEADERS))
     changed = changed or any(
         (a.filename, a.text) != (b.filename, b.text)
         for a, b in zip(attachments, doc.shown_attachments, strict=True)
@@ -152,8 +156,10 @@ def searcher_copy(document: Document, redaction: Redaction | None, elsewhere=())
 
 def _attachment_copy(attachment: Attachment, secrets: set[str]) -> Attachment:
     shown = copy.copy(attachment)
-    shown.filename = recognisers.redact_everywhere(attachment.filename, secrets)
-    shown.text = recognisers.redact_everywhere(attachment.text, secrets)
+    shown.filename = writings.redact_everywhere(attachment.filename, secrets)
+    shown.text = writings.redact_everywhere(attachment.text, secrets)
+    if shown.text != attachment.text:
+        shown.size = len(shown.text.encode("utf-8"))  # the redacted text's, not the original's
     shown.save = shown.delete = _read_only
     return shown
 
@@ -164,7 +170,7 @@ def _read_only(*args, **kwargs):
 
 def searcher_copies(*, persona: Persona, documents: list[Document]) -> list[Document]:
     """``searcher_copy`` of each document, with the redactions in force today: its own, and
-    the words redacted in other documents of its collection (unless a person released it
+    the values redacted in other documents of its collection (unless a person released it
     with them readable)."""
     if not documents:
         return []
@@ -185,28 +191,89 @@ def searcher_copies(*, persona: Persona, documents: list[Document]) -> list[Docu
     ]
 
 
-def candidates(postings, secrets, analyze) -> set[str]:
-    """Docids of the index rows that may hold one of ``secrets`` (to confirm on the text):
-    the rows holding every analysed term of it, and, for a number, the rows holding a
-    leading part of it (3 digits or more) as a term: ``12345678`` written ``1234 5678``."""
-    found: set[str] = set()
-    for secret in secrets:
-        found |= postings.holding(analyze(secret))
-        digits = recognisers.secret_key(secret)
-        if digits.isdigit():
-            for n in range(3, len(digits)):
-                found |= postings.holding(analyze(digits[:n]))
+# --- which documents hold a value: a scan of their content ---------------------------------
+
+_holders_lock = threading.Lock()
+_holders_cache: dict[tuple, dict[int, frozenset[str]]] = {}
+
+
+def document_texts(document) -> list[str]:
+    """Every text of a document a searcher can read or search: subject, body, headers, its
+    id, and its attachments' names and text."""
+    return [
+        *(getattr(document, f) for f in (*FIELDS, *HEADERS)),
+        document.docid,
+        *(t for a in document.attachments.all() for t in (a.filename, a.text)),
+    ]
+
+
+def holders(*, collection, values, chunk: int = 2000) -> dict[int, frozenset[str]]:
+    """``{document id: the values it holds}`` for every document of the collection holding
+    a writing of one of ``values`` (``ranking.writings``) in any text a searcher can read or
+    search (``document_texts``). A scan of the collection's content, not of its index terms:
+    a copy writing a value in another way is found whatever the analyser made of it. Kept
+    per process for the same values and the same documents (count and largest ids)."""
+    scanner = writings.Scanner(values)
+    if not scanner:
+        return {}
+    # a document's texts never change once imported: its count and largest ids say whether
+    # the collection is the one scanned
+    docs = Document.objects.filter(collection=collection).aggregate(n=Count("id"), top=Max("id"))
+    attachments = Attachment.objects.filter(document__collection=collection).aggregate(
+        top=Max("id")
+    )
+    cache_key = (
+        collection.pk,
+        frozenset(scanner.by_key),
+        docs["n"],
+        docs["top"],
+        attachments["top"],
+    )
+    with _holders_lock:
+        if cache_key in _holders_cache:
+            return _holders_cache[cache_key]
+    found: dict[int, frozenset[str]] = {}
+    fields = ("id", "docid", *FIELDS, *HEADERS)
+    last = 0
+    while True:
+        rows = list(
+            Document.objects.filter(collection=collection, id__gt=last)
+            .order_by("id")
+            .values_list(*fields)[:chunk]
+        )
+        if not rows:
+            break
+        last = rows[-1][0]
+        extra: dict[int, list[str]] = {}
+        for doc_id, name, text in Attachment.objects.filter(
+            document_id__in=[r[0] for r in rows]
+        ).values_list("document_id", "filename", "text"):
+            extra.setdefault(doc_id, []).extend((name, text))
+        for doc_id, *texts in rows:
+            held = scanner.held([*texts, *extra.get(doc_id, [])])
+            if held:
+                found[doc_id] = frozenset(held)
+    with _holders_lock:
+        if len(_holders_cache) > 32:
+            _holders_cache.clear()
+        _holders_cache[cache_key] = found
     return found
 
 
+def holders_forget() -> None:
+    """Drop this process's scans (tests)."""
+    with _holders_lock:
+        _holders_cache.clear()
+
+
 def redacted_rows(
-    *, persona: Persona, collection, docids: set[str], today: date, analyze, postings
+    *, persona: Persona, collection, docids: set[str], today: date, analyze
 ) -> dict[str, list[str]]:
     """``{docid: analysed terms}`` of the redacted text of the visible documents
-    with a redaction in force, or holding a word redacted in another document of the
-    collection (candidates from ``postings``, the index's, confirmed on the text);
-    ``analyze``: the index's analysis, ``ranking.lucene.analyze``. A mark is no term: the
-    row's length is that of the words left, whatever the redacted words' length."""
+    with a redaction in force, or holding a writing of a value redacted in another document
+    of the collection (``holders``: found by content); ``analyze``: the index's analysis,
+    ``ranking.lucene.analyze``. A mark is no term: the row's length is that of the words
+    left, whatever the redacted values' length."""
     force = redactions_in_force(persona=persona, today=today, collection=collection)
     if not force:
         return {}
@@ -214,12 +281,10 @@ def redacted_rows(
         e["text"]
         for e in secrets_in_force(persona=persona, collection=collection, today=today).values()
     ]
-    holding = candidates(postings, elsewhere, analyze)
+    holding = holders(collection=collection, values=elsewhere)
     docs = [
         d
-        for d in Document.objects.filter(
-            Q(pk__in=list(force)) | Q(collection=collection, docid__in=holding & docids)
-        )
+        for d in Document.objects.filter(pk__in=[*force, *holding]).order_by("id")
         if d.docid in docids
     ]
     shown = shows_elsewhere(persona=persona, document_ids=[d.pk for d in docs])
@@ -235,16 +300,16 @@ def redacted_rows(
     for d in docs:
         extra = () if d.pk in shown else elsewhere
         fields = redacted_fields(d, force.get(d.pk), extra)
-        # the attachments' text is indexed with the message: the hidden words go there too
+        # the attachments' text is indexed with the message: the hidden values go there too
         secrets = redacted_secrets(d, force.get(d.pk)) | set(extra)
-        hidden = [recognisers.redact_everywhere(t, secrets) for t in attachments.get(d.pk, [])]
+        hidden = [writings.redact_everywhere(t, secrets) for t in attachments.get(d.pk, [])]
         text = document_text(fields["subject"], fields["body"], hidden)
         if d.pk in force or text != document_text(d.subject, d.body, attachments.get(d.pk, [])):
             out[d.docid] = analyze(text)
     return out
 
 
-_MARKS = re.compile(f"{recognisers.MARK}+")
+_MARKS = re.compile(f"{writings.MARK}+")
 
 
 def marked_html(text: str) -> str:
@@ -254,7 +319,7 @@ def marked_html(text: str) -> str:
     marked = _MARKS.sub(
         lambda m: (
             '<span class="redacted" title="Redacted by the archive">[redacted]</span>'
-            * (len(m.group()) // len(recognisers.REDACTED) or 1)
+            * (len(m.group()) // len(writings.REDACTED) or 1)
         ),
         escaped,
     )
@@ -267,19 +332,14 @@ def reasons() -> list[RedactionReason]:
 
 
 def phrase_spans(document: Document, phrases: list[str]) -> list[dict]:
-    """Spans of every occurrence of each typed phrase (case-insensitive, whole words) in
-    the subject and body."""
+    """Spans of every writing of each typed phrase or number in the subject and body
+    (``ranking.writings``: any case, separators, wrapping; ``617 555 0199`` finds
+    ``(617) 555-0199``)."""
     spans = []
     for phrase in phrases:
-        words = phrase.split()
-        if not words:
-            continue
-        pattern = re.compile(
-            r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)", re.IGNORECASE
-        )
         for field in FIELDS:
-            for m in pattern.finditer(getattr(document, field)):
-                spans.append({"field": field, "start": m.start(), "end": m.end(), "kind": "typed"})
+            for start, end in writings.find(getattr(document, field), [phrase]):
+                spans.append({"field": field, "start": start, "end": end, "kind": "typed"})
     return spans
 
 

@@ -28,7 +28,7 @@ from ranking.models import SensitivityModel
 from ranking.services import IndexNotReady, index_paths
 from ranking.visible import Hit, Postings, VisibleIndex
 from review.models import Decision, Publication, Redaction
-from review.redaction import redacted_rows
+from review.redaction import holders_forget, redacted_rows
 from review.selectors import decisions_in_force_kinds
 
 _lock = threading.Lock()
@@ -139,7 +139,6 @@ def view(publication: Publication) -> VisibleView:
         docids=shown,
         today=key[-1],
         analyze=lucene.analyze,
-        postings=postings,
     )
     searched = postings.replaced(redacted)
     fresh = VisibleView(key, VisibleIndex(searched, rows), shown, postings)
@@ -153,3 +152,4 @@ def forget() -> None:
     with _lock:
         _views.clear()
     _postings.cache_clear()
+    holders_forget()

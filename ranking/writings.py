@@ -1,0 +1,260 @@
+"""Every writing of a redacted value: one rule for "the same string", pure (no Django).
+
+A redacted value must stay hidden wherever it is written again, however it is written: the
+same phone in a reply's quote, an IBAN printed in groups and sent compact, an account number
+split across a wrapped and quoted line, a number behind HTML entities, zero-width spaces or
+soft hyphens. Redaction (the searcher's copy of a document), the copies an archivist is shown
+and the searcher's index all match a value with this one rule:
+
+- A value's **canonical form** (``key``) is the sequence of its letters and digits, lower
+  case, compatibility-normalised (NFKC: a full-width ``１`` is ``1``), with everything else
+  left out: ``(617) 555-0199``, ``617.555.0199`` and ``6175550199`` are one value, so are
+  ``DE89 3704 0044 0532 0130 00`` and ``DE89370400440532013000``, ``Maeve Gallagher`` and
+  ``MAEVE\\n> GALLAGHER``, ``john.smith@example.com`` in any case.
+- A **writing** of it in a text is a stretch whose letters and digits, read in order, are the
+  key, with any separators between them: spaces, line breaks with the quote markers of a
+  reply (``\\n> ``), dashes, dots, slashes, parentheses, underscores, non-breaking,
+  zero-width and other invisible format characters (soft hyphen, word joiner), and HTML
+  entities (``&nbsp;``, ``&#45;``); a letter or digit itself may be written as a numeric
+  entity or in its full-width form.
+- Its edges are **whole**: a writing starting with a digit is not preceded by a digit, one
+  starting with a letter not by a letter, and the same at its end (``12345678`` is not a
+  writing inside ``123456789``; ``ann`` is not inside ``joann``). A digit next to a letter
+  is an edge (``acct98765432101`` holds the account; ``redact`` then takes the whole word).
+- A **phone number** has more than one key: its national number, with the country code and
+  with the trunk or international prefix glued on (``+16175550199``, ``0044 20 7946 0123``,
+  ``+44 (0)20 7946 0123``), read by libphonenumber (``phonenumbers``) from the value.
+
+``redact`` replaces each found stretch by the same mark, whatever its length (``REDACTED``).
+Tests: ``tests/ranking/test_writings.py`` (hypothesis: every writing generated from a value
+is found and hidden; other values are not).
+"""
+
+import functools
+import html
+import re
+import unicodedata
+from collections.abc import Iterable
+
+MARK = "\u2588"  # a full block: not a word character, so no analyser makes a term of it
+# What every redacted span becomes, whatever its length: a secret of 3 characters and one of
+# 30 leave the same text (pages, snippets) and no term (lengths, statistics).
+REDACTED = MARK * 8
+
+# Between two letters or digits of a writing: any character that is not a letter or digit
+# (Python's \W holds punctuation, spaces of every kind, line breaks, and the invisible
+# format characters: soft hyphen, zero-width space, word joiner), an underscore, or an HTML
+# entity (named or numeric).
+_GAP = r"(?:[\W_]|&[A-Za-z][A-Za-z0-9]{1,31};|&#[0-9]{1,7};|&#[xX][0-9A-Fa-f]{1,6};)*"
+
+
+def key(value: str) -> str:
+    """Return the canonical form of ``value``: its letters and digits, NFKC-normalised and
+    lower-cased, in order (HTML entities read as the characters they stand for); empty when
+    it holds none."""
+    text = unicodedata.normalize("NFKC", html.unescape(value)).lower()
+    return "".join(c for c in text if c.isalnum())
+
+
+def keys(value: str) -> set[str]:
+    """Return every key under which ``value`` is written: ``key(value)``, and for a phone
+    number its national number with and without the country code and prefixes."""
+    k = key(value)
+    if not k:
+        return set()
+    return {k, *_phone_keys(value, k)}
+
+
+# Where a number is written without its country, the first of these in which it is a valid
+# number says which country it is (the archives sasc serves first: US, UK, Ireland, the EU).
+_REGIONS = ("US", "GB", "IE", "DE", "FR", "NL", "BE", "ES", "IT", "AT", "CH", "SE", "PL")
+
+
+@functools.lru_cache(maxsize=4096)
+def _phone_keys(value: str, k: str) -> frozenset[str]:
+    """The other writings of a phone number's digits: national significant number (NSN),
+    country code + NSN, trunk prefix + NSN, and the international prefixes 00 and 011.
+    Empty when the value is no valid phone number (libphonenumber's metadata)."""
+    if not k.isdigit() or not 6 <= len(k) <= 17:
+        return frozenset()
+    import phonenumbers
+
+    number = None
+    for region in _REGIONS:
+        try:
+            parsed = phonenumbers.parse(value, region)
+        except phonenumbers.NumberParseException:
+            return frozenset()
+        if phonenumbers.is_valid_number(parsed):
+            number = parsed
+            break
+    if number is None:
+        return frozenset()
+    nsn = phonenumbers.national_significant_number(number)
+    cc = str(number.country_code)
+    out = {nsn, cc + nsn, "00" + cc + nsn, "011" + cc + nsn}
+    if cc == "1":
+        out.add("1" + nsn)
+    else:
+        out |= {"0" + nsn, cc + "0" + nsn, "00" + cc + "0" + nsn}
+    return frozenset(x for x in out if len(x) >= 6)
+
+
+def _char(c: str) -> str:
+    """A pattern for one character of a key: itself (either case), its full-width form, or
+    a numeric HTML entity for it."""
+    forms = {c, c.upper()}
+    if c.isascii():
+        forms |= {chr(ord(x) + 0xFEE0) for x in (c, c.upper())}
+    alternatives = [re.escape(x) for x in sorted(forms)]
+    codes = {ord(x) for x in (c, c.upper())}
+    alternatives += [f"&#0*{n};" for n in sorted(codes)]
+    alternatives += [f"&#[xX]0*{n:x};" for n in sorted(codes)]
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+def _edge(c: str) -> tuple[str, str]:
+    """The look-behind and look-ahead that make a writing whole at an edge character."""
+    if c.isdigit():
+        return r"(?<!\d)", r"(?!\d)"
+    return r"(?<![^\W\d_])", r"(?![^\W\d_])"
+
+
+def _key_pattern(k: str) -> str:
+    before, _a = _edge(k[0])
+    _b, after = _edge(k[-1])
+    return before + _GAP.join(_char(c) for c in k) + after
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(all_keys: tuple[str, ...]) -> re.Pattern | None:
+    if not all_keys:
+        return None
+    # longest first, so that where two keys start at one place the whole writing is taken
+    ordered = sorted(all_keys, key=len, reverse=True)
+    return re.compile("|".join(f"(?:{_key_pattern(k)})" for k in ordered))
+
+
+def pattern(values: Iterable[str]) -> re.Pattern | None:
+    """Return one pattern that finds every writing of any of ``values``, or None when no
+    value holds a letter or digit."""
+    all_keys: set[str] = set()
+    for v in values:
+        all_keys |= keys(v)
+    return _compiled(tuple(sorted(all_keys)))
+
+
+def find(text: str, values: Iterable[str]) -> list[tuple[int, int]]:
+    """Return the ``(start, end)`` of every writing of any of ``values`` in ``text``."""
+    if not text:
+        return []
+    values = list(values)
+    p = pattern(values)
+    if p is None or not Scanner(values).held([text]):
+        return []
+    return _all_matches(p, text)
+
+
+def _all_matches(p: re.Pattern, text: str) -> list[tuple[int, int]]:
+    """Every match, overlapping ones included: a scan resumes one character after each
+    match's start, so a shorter key starting inside a longer writing is found too."""
+    out = []
+    pos = 0
+    while m := p.search(text, pos):
+        if m.end() > m.start():
+            out.append(m.span())
+        pos = m.start() + 1
+    return out
+
+
+_NOT_ALNUM = re.compile(r"[\W_]+")
+_ASCII_NOT_ALNUM = bytes(b for b in range(128) if not chr(b).isalnum())
+
+
+def projection(text: str) -> str:
+    """Return the letters and digits of ``text`` in order (entities read, NFKC, lower case):
+    every writing of a value holds its key as a substring of this. A fast first look
+    (regular expressions and string search in C) before the exact match of ``find``."""
+    if "&" in text:
+        text = html.unescape(text)
+    if text.isascii():  # most mail: bytes.translate deletes at memory speed
+        return text.encode("ascii").translate(None, _ASCII_NOT_ALNUM).decode("ascii").lower()
+    return _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", text)).lower()
+
+
+class Scanner:
+    """Which of a set of values a document's texts hold, exactly as ``find`` finds them,
+    for scanning a whole collection: the projection of the texts first (a substring test
+    of each key), the exact pattern only where a key occurs."""
+
+    def __init__(self, values: Iterable[str]):
+        self.by_key = {k: v for v in sorted(set(values)) for k in keys(v)}
+
+    def __bool__(self) -> bool:
+        return bool(self.by_key)
+
+    def held(self, texts: Iterable[str]) -> set[str]:
+        """Return the values written in any of ``texts``."""
+        if not self.by_key:
+            return set()
+        texts = [t for t in texts if t]
+        joined = "\x00".join(projection(t) for t in texts)
+        found: set[str] = set()
+        for k in sorted((k for k in self.by_key if k in joined), key=len, reverse=True):
+            value = self.by_key[k]
+            if value not in found and any(_compiled((k,)).search(t) for t in texts):
+                found.add(value)
+        return found
+
+
+def scan(texts: Iterable[str], values: Iterable[str]) -> set[str]:
+    """Return the ``values`` written in any of ``texts`` (exactly as ``find`` finds them)."""
+    return Scanner(values).held(texts)
+
+
+def redact(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """Return ``text`` with each ``(start, end)`` span replaced by the same mark,
+    ``REDACTED`` (it does not tell the length of the secret).
+
+    A span that reaches into a word takes the whole word: what is left of a redacted word
+    must not be searchable (``"12345678"`` redacted inside ``"acct12345678"`` leaves no
+    ``acct``-prefixed fragment). Overlapping or touching spans merge into one mark; spans
+    outside the text are clipped."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        start, end = max(0, start), min(len(text), end)
+        if end <= start:
+            continue
+        while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
+            start -= 1
+        while end < len(text) and text[end].isalnum() and text[end - 1].isalnum():
+            end += 1
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, pos = [], 0
+    for start, end in merged:
+        out.append(text[pos:start])
+        out.append(REDACTED)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def redact_everywhere(text: str, values: Iterable[str]) -> str:
+    """Return ``text`` with every writing of each of ``values`` redacted (``redact``).
+
+    A redaction hides values, not offsets: the same account number repeated later in the
+    message, quoted in a reply, written compact or in groups, in the subject, a header or an
+    attachment must not stay readable or searchable."""
+    spans = [(_opening(text, a), b) for a, b in find(text, values)]
+    return redact(text, spans) if spans else text
+
+
+def _opening(text: str, start: int) -> int:
+    """Where a writing begins with what opens it: ``+`` or ``(`` just before (a page showing
+    ``(████`` or ``+████`` would tell the value's format)."""
+    while start > 0 and text[start - 1] in "+(":
+        start -= 1
+    return start
