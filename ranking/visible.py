@@ -152,20 +152,6 @@ class Postings:
         terms = np.concatenate([self.terms, np.array(extra, dtype=object)]) if extra else self.terms
         return Postings(list(self.docids), terms, counts.astype(np.float32), lengths)
 
-    def holding(self, terms: list[str]) -> set[str]:
-        """The docids whose rows hold every one of ``terms`` (none for no terms or a term
-        no document holds): candidates for a phrase, to confirm on the text."""
-        columns = [self.column(t) for t in set(terms)]
-        if not columns or None in columns:
-            return set()
-        if not hasattr(self, "_csc"):
-            self._csc = self.counts.tocsc()
-        rows = None
-        for j in columns:
-            found = set(self._csc.indices[self._csc.indptr[j] : self._csc.indptr[j + 1]].tolist())
-            rows = found if rows is None else rows & found
-        return {self.docids[r] for r in rows}
-
     def rows(self, docids) -> np.ndarray:
         """Row numbers of ``docids`` (those in the postings), sorted."""
         where = {d: i for i, d in enumerate(self.docids)}

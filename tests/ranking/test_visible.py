@@ -173,10 +173,3 @@ def test_a_replaced_row_ranks_exactly_as_if_the_document_had_been_indexed_so():
     for query in (["report"], ["budget", "report"], ["lunch", "notes"]):
         assert left.search(query, 10) == right.search(query, 10)
     assert Postings.build(original).replaced({}).docids == ["a", "b", "c"]
-
-
-def test_holding_finds_the_rows_with_every_term():
-    postings = Postings.build([("a", ["x", "y"]), ("b", ["y"]), ("c", ["x", "z", "y"])])
-    assert postings.holding(["x", "y"]) == {"a", "c"}
-    assert postings.holding(["y"]) == {"a", "b", "c"}
-    assert postings.holding(["x", "nothing"]) == set() and postings.holding([]) == set()

@@ -12,6 +12,7 @@ import pytest
 from django.urls import reverse
 
 from annotate.models import Attachment
+from ranking import writings
 from ranking.services import index_build
 from review import redaction, services
 from review.models import Decision, ReviewRequest, SearchLog
@@ -21,6 +22,18 @@ from tests.routekit import named_routes
 
 pytestmark = pytest.mark.lucene
 TOKENS = ("qcanarysubj", "qcanarybody", "qcanaryattname", "qcanaryatttext", "qcanaryredact")
+# issue 31: a number redacted in one released document, written in other ways in two visible
+# documents nobody reviewed (a quote wrapped over lines, compact, behind entities and
+# invisible characters, in a header, an attachment's name and text)
+NUMBER = "4471 8823 9917"
+WRITINGS = (
+    "4471\n> 8823 9917",
+    "447188239917",
+    "4471&nbsp;8823&#45;9917",
+    "4471\u200b8823\u00ad9917",
+    "(4471) 8823-9917",
+)
+NUMBER_QUERIES = ("4471", "8823", "9917", "447188239917", "4471 8823 9917", "4471-8823-9917")
 
 
 @pytest.fixture
@@ -49,8 +62,24 @@ def canaries(published, users):
     # subject and body; the rest of it stays findable
     redacted = [d for d in docs if kinds[d.pk] == "safe"][1]
     redacted.subject = f"{redacted.subject} qcanaryredact3"
-    redacted.body = f"{redacted.body}\nmy account is qcanaryredact3 thanks"
+    redacted.body = f"{redacted.body}\nmy account is qcanaryredact3 thanks, ref {NUMBER}"
     redacted.save(update_fields=["subject", "body"])
+    quoting, forwarding = [d for d in docs if kinds[d.pk] == "safe"][2:4]
+    quoting.body = f"{quoting.body}\n> ref {WRITINGS[0]} and {WRITINGS[1]}\n"
+    quoting.subject = f"{quoting.subject} {WRITINGS[2]}"
+    forwarding.body = f"{forwarding.body}\nref {WRITINGS[3]} or {WRITINGS[4]}"
+    forwarding.to_header = f"Ref {WRITINGS[1]} <billing@bank.example>"
+    for d in (quoting, forwarding):
+        d.save(update_fields=["subject", "body", "to_header"])
+    Attachment.objects.create(
+        document=forwarding,
+        position=1,
+        filename=f"statement {WRITINGS[1]}.txt",
+        content_type="text/plain",
+        size=40,
+        is_text=True,
+        text=f"statement for {WRITINGS[2]}",
+    )
     index_build(collection_id=c.pk, force=True)
     services.review_decide(
         archivist=users["archivist"], persona=persona, document=withheld, kind="withhold"
@@ -58,7 +87,7 @@ def canaries(published, users):
     spans = [
         {"field": f, "start": m.start(), "end": m.end(), "kind": "typed", "reason": "financial"}
         for f in ("subject", "body")
-        for m in re.finditer("qcanaryredact3", getattr(redacted, f))
+        for m in re.finditer(f"qcanaryredact3|{NUMBER}", getattr(redacted, f))
     ]
     redaction.redaction_save(
         archivist=users["archivist"], persona=persona, document=redacted, spans=spans
@@ -79,7 +108,8 @@ def _leaks(response, body: str, query: str = "") -> list[str]:
     """Canary tokens in the body (the searcher's own query aside) or the headers."""
     text = body.lower().replace(query.lower(), "") if query else body.lower()
     headers = " ".join(f"{k}: {v}" for k, v in response.items()).lower()
-    return [t for t in TOKENS if t in text or t in headers]
+    found = [t for t in TOKENS if t in text or t in headers]
+    return found + sorted(writings.scan([text, headers], [NUMBER]))
 
 
 def test_no_canary_reaches_a_searcher_anywhere(canaries, login, users):
@@ -90,6 +120,7 @@ def test_no_canary_reaches_a_searcher_anywhere(canaries, login, users):
     # hidden documents' own subjects.
     queries = [f"{t}{n}" for t in TOKENS for n in range(4)]
     queries += ["shared words", "razor linux spam"] + [d.subject for d in hidden]
+    queries += list(NUMBER_QUERIES)
     for q in queries:
         r = searcher_search(searcher, c, q)
         body = _body(r)
@@ -173,4 +204,10 @@ def test_a_query_matching_only_canaries_looks_like_a_query_matching_nothing(cana
         assert canary == nothing and len(canary) == len(nothing)
         if n == 2:
             assert ReviewRequest.objects.filter(search=canary_search, document=hidden[2]).exists()
+    # issue 31: each part and writing of the redacted number, held by the visible copies too
+    for n, query in enumerate(NUMBER_QUERIES):
+        canary, canary_search = page(query)
+        nothing, nothing_search = page(f"{n}qnomatchxxx")
+        assert canary_search.shown == [] and nothing_search.shown == [], query
+        assert canary == nothing and len(canary) == len(nothing), query
     assert Decision.objects.filter(document=hidden[0], kind="withhold").exists()
