@@ -20,6 +20,7 @@ case, is a copy, whatever the analyser made of it.
 """
 
 import contextlib
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -220,3 +221,54 @@ def release_with_elsewhere(
         review_decide(
             archivist=archivist, persona=persona, document=document, kind="release", note=note
         )
+
+
+# --- what the rule of every writing (issue 31) changed ---------------------------------------
+
+
+def _issue20_pattern(value: str) -> re.Pattern | None:
+    """The rule before issue 31, kept only to show a lead what the new one changed: a
+    value's words with punctuation between them, a number's digits with at most one space,
+    dot, dash or slash between two of them, whole words, any case."""
+    chunks = re.findall(r"[^\W_]+", value)
+    if not chunks:
+        return None
+    edge_l, edge_r = r"(?<![^\W_])", r"(?![^\W_])"
+    if all(c.isdigit() for c in chunks):
+        return re.compile(edge_l + r"[\s.\-/]?".join("".join(chunks)) + edge_r)
+    body = r"[\W_]+".join(re.escape(c) for c in chunks)
+    return re.compile(edge_l + body + edge_r, re.IGNORECASE)
+
+
+def _issue20_redacted(text: str, value: str) -> str:
+    p = _issue20_pattern(value)
+    return writings.redact(text, [m.span() for m in p.finditer(text)]) if p else text
+
+
+def rule_change(*, persona: Persona, collection, today: date | None = None) -> list[Copy]:
+    """The documents of the collection in which the rule of every writing (issue 31) hides
+    a value redacted for the persona that the rule before it left readable and searchable:
+    each with those values and its state. Nothing stored changes with the rule; this is
+    what searchers stopped seeing when it came."""
+    today = today or timezone.localdate()
+    secrets = list(
+        redaction.secrets_in_force(persona=persona, collection=collection, today=today).values()
+    )
+    holding = redaction.holders(collection=collection, values=[e["text"] for e in secrets])
+    found = []
+    for d in (
+        Document.objects.filter(pk__in=list(holding)).prefetch_related("attachments").order_by("id")
+    ):
+        texts = [t for t in redaction.document_texts(d) if t]
+        newly = [
+            e
+            for e in secrets
+            if e["text"] in holding[d.pk]
+            and any(
+                _issue20_redacted(t, e["text"]) != writings.redact_everywhere(t, [e["text"]])
+                for t in texts
+            )
+        ]
+        if newly:
+            found.append((d, newly))
+    return _with_states(persona=persona, found=found, today=today)

@@ -7,6 +7,7 @@ from django.db.models import Count, F, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Abs
 from django.utils import timezone
 
+from annotate.models import Collection, Persona
 from review.models import Decision, Redaction, ReviewRequest, SearchLog
 from review.redaction import redaction_in_force
 
@@ -472,6 +473,17 @@ def loop_sessions(
         "wait_max": max(waits) if waits else None,
     }
     return rows, totals
+
+
+def redacted_collections() -> list[tuple]:
+    """``(collection, persona)`` of every pair with a redaction version, by collection name."""
+    pairs = Redaction.objects.values_list("document__collection", "persona").distinct().order_by()
+    collections = Collection.objects.in_bulk({c for c, _p in pairs})
+    personas = Persona.objects.in_bulk({p for _c, p in pairs})
+    return sorted(
+        ((collections[c], personas[p]) for c, p in set(pairs)),
+        key=lambda cp: (cp[0].name, cp[1].name),
+    )
 
 
 def redactions_recent(*, limit: int = 200) -> list[dict]:

@@ -484,7 +484,12 @@ def redactions(request):
     for row in rows:
         for r in row["versions"]:
             r.shown_spans = [{**s, "reason_label": labels.get(s.get("reason"))} for s in r.spans]
-    return render(request, "review/redactions.html", {"rows": rows})
+    changed = [
+        (collection, persona, found)
+        for collection, persona in selectors.redacted_collections()
+        if (found := copies.rule_change(persona=persona, collection=collection))
+    ]
+    return render(request, "review/redactions.html", {"rows": rows, "rule_changed": changed})
 
 
 @require_POST

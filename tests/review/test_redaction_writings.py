@@ -16,7 +16,7 @@ from annotate.models import Attachment
 from ranking import lucene, writings
 from ranking.services import index_build
 from review import copies, visibility
-from review.models import SearchLog
+from review.models import Redaction, SearchLog
 from tests.reviewkit import searcher_search
 
 pytestmark = pytest.mark.lucene
@@ -178,3 +178,21 @@ def test_a_redacted_attachment_shows_the_size_of_what_is_left(mailbox, client, u
     page = page.replace("\xa0", " ")
     assert size(len(left.encode())) in page
     assert size(len(ATTACHMENT_TEXT.encode())) not in page
+
+
+def test_the_lead_sees_what_the_rule_of_every_writing_changed(mailbox, client, users):
+    """Nothing stored changes with the rule: the redaction versions are those saved; the lead's
+    redactions page lists the documents whose values the earlier rule left readable."""
+    c, persona, d, r, f = mailbox
+    _redact_as_suggested(client, users, persona, d)
+    stored = list(Redaction.objects.values_list("id", "version", "spans"))
+    found = {x.document.pk: x for x in copies.rule_change(persona=persona, collection=c)}
+    # R quotes the phone after "(" and the IBAN compact; D's own attachment writes the phone
+    # as "(617) 555-0199", which the earlier rule (one separator) never matched
+    assert r.pk in found and d.pk in found
+    assert "(617) 555-0199" in {e["text"] for e in found[r.pk].secrets}
+    client.force_login(users["lead"])
+    page = client.get(reverse("review-redactions")).content.decode()
+    section = page[page.index('id="rule-change"') :]
+    assert r.docid in section and "Hidden since every writing of a value counts" in page
+    assert list(Redaction.objects.values_list("id", "version", "spans")) == stored
