@@ -256,10 +256,21 @@ def rule_change(*, persona: Persona, collection, today: date | None = None) -> l
     )
     holding = redaction.holders(collection=collection, values=[e["text"] for e in secrets])
     found = []
+    force = redaction.redactions_in_force(persona=persona, today=today, document_ids=list(holding))
     for d in (
         Document.objects.filter(pk__in=list(holding)).prefetch_related("attachments").order_by("id")
     ):
-        texts = [t for t in redaction.document_texts(d) if t]
+        own = force.get(d.pk)
+        # its own spans hid what they cover under either rule
+        texts = [
+            writings.redact(
+                getattr(d, f), [(s["start"], s["end"]) for s in own.spans if s["field"] == f]
+            )
+            if own
+            else getattr(d, f)
+            for f in redaction.FIELDS
+        ]
+        texts += [t for t in redaction.document_texts(d)[len(redaction.FIELDS) :] if t]
         newly = [
             e
             for e in secrets
