@@ -126,7 +126,7 @@ def _key_pattern(k: str) -> str:
     return before + _GAP.join(_char(c) for c in k) + after
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def _compiled(all_keys: tuple[str, ...]) -> re.Pattern | None:
     if not all_keys:
         return None
@@ -145,14 +145,16 @@ def pattern(values: Iterable[str]) -> re.Pattern | None:
 
 
 def find(text: str, values: Iterable[str]) -> list[tuple[int, int]]:
-    """Return the ``(start, end)`` of every writing of any of ``values`` in ``text``."""
+    """Return the ``(start, end)`` of every writing of any of ``values`` in ``text``.
+
+    Only the keys found in the text's ``projection`` go into the pattern: a collection may
+    hide thousands of values, a message holds few of them."""
     if not text:
         return []
-    values = list(values)
-    p = pattern(values)
-    if p is None or not Scanner(values).held([text]):
+    present = scanner(values).present(projection(text))
+    if not present:
         return []
-    return _all_matches(p, text)
+    return _all_matches(_compiled(tuple(sorted(present))), text)
 
 
 def _all_matches(p: re.Pattern, text: str) -> list[tuple[int, int]]:
@@ -189,9 +191,28 @@ class Scanner:
 
     def __init__(self, values: Iterable[str]):
         self.by_key = {k: v for v in sorted(set(values)) for k in keys(v)}
+        # many keys: look each place of a projection up by its first characters (one dict
+        # look-up a character) instead of a substring search per key
+        self.head = min((len(k) for k in self.by_key), default=0)
+        self.head = min(self.head, 6)
+        self.by_head: dict[str, list[str]] = {}
+        for k in self.by_key:
+            self.by_head.setdefault(k[: self.head], []).append(k)
 
     def __bool__(self) -> bool:
         return bool(self.by_key)
+
+    def present(self, projected: str) -> list[str]:
+        """The keys that occur in a projection (each a candidate writing to confirm)."""
+        if len(self.by_key) <= 16:
+            return [k for k in self.by_key if k in projected]
+        found: set[str] = set()
+        h, by_head = self.head, self.by_head
+        for i in range(len(projected) - h + 1):
+            ks = by_head.get(projected[i : i + h])
+            if ks:
+                found.update(k for k in ks if projected.startswith(k, i))
+        return sorted(found)
 
     def held(self, texts: Iterable[str]) -> set[str]:
         """Return the values written in any of ``texts``."""
@@ -200,16 +221,27 @@ class Scanner:
         texts = [t for t in texts if t]
         joined = "\x00".join(projection(t) for t in texts)
         found: set[str] = set()
-        for k in sorted((k for k in self.by_key if k in joined), key=len, reverse=True):
+        for k in sorted(self.present(joined), key=len, reverse=True):
             value = self.by_key[k]
             if value not in found and any(_compiled((k,)).search(t) for t in texts):
                 found.add(value)
         return found
 
 
+def scanner(values: Iterable[str]) -> Scanner:
+    """The ``Scanner`` of a set of values, kept for the sets last used (a page renders many
+    fields with the same values)."""
+    return _scanner(frozenset(values))
+
+
+@functools.lru_cache(maxsize=64)
+def _scanner(values: frozenset[str]) -> Scanner:
+    return Scanner(values)
+
+
 def scan(texts: Iterable[str], values: Iterable[str]) -> set[str]:
     """Return the ``values`` written in any of ``texts`` (exactly as ``find`` finds them)."""
-    return Scanner(values).held(texts)
+    return scanner(values).held(texts)
 
 
 def redact(text: str, spans: Iterable[tuple[int, int]]) -> str:

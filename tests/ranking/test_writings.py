@@ -168,3 +168,19 @@ def test_the_canonical_key_is_the_letters_and_digits():
     assert key("DE89 3704 0044 0532 0130 00") == "de89370400440532013000"
     assert key("Maeve&nbsp;Gallagher") == "maevegallagher"
     assert re.fullmatch(r"[0-9]+", key("６１７"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    values=st.lists(st.from_regex(r"\A[0-9a-z]{3,12}\Z"), min_size=17, max_size=60, unique=True),
+    picks=st.lists(st.integers(0, 59), max_size=6),
+    noise=st.text(alphabet="abc0123 -\n>", max_size=200),
+)
+def test_many_values_are_looked_up_as_one_substring_test_each(values, picks, noise):
+    # over 16 keys the scanner looks places up by their first characters; the same keys
+    chosen = [values[i % len(values)] for i in picks]
+    text = noise + " " + " ; ".join(chosen) + " " + noise
+    s = writings.scanner(values)
+    projected = writings.projection(text)
+    assert sorted(s.present(projected)) == sorted(k for k in s.by_key if k in projected)
+    assert set(chosen) <= scan([text], values)
