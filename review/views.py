@@ -358,7 +358,8 @@ def _spans_from_form(request, doc) -> list[dict]:
         raise redaction.RedactionError(
             f"Nothing was redacted or released: {names} "
             f"{'is' if len(missing) == 1 else 'are'} not in this message's subject or body "
-            "(whole words, any case). Check the spelling, or tick what the recognisers found."
+            "(in any writing: any case, spacing or punctuation). Check the spelling, or tick "
+            "what the recognisers found."
         )
     return spans
 
