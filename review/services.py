@@ -122,7 +122,7 @@ def review_requests_create(*, search_id: int) -> int:
     best scoring of those that qualify), and with ``most_uncertain`` set the n nearest
     P = 0.5 of those: choices among pending uncertain documents only (docs/protection.md)."""
     from ranking import lucene
-    from ranking.visible import outside_scores
+    from ranking.visible import Postings, outside_scores
 
     search = SearchLog.objects.select_related("collection", "persona").get(pk=search_id)
     if ReviewRequest.objects.filter(search=search).exists():
@@ -160,11 +160,36 @@ def review_requests_create(*, search_id: int) -> int:
         return docid not in p or publication.band_low <= p[docid] < publication.band_high
 
     rows = [r for r in matching.tolist() if uncertain(postings.docids[r])]
-    scores = outside_scores(view.index, postings, rows, terms)
+    # An uncertain document is scored as a searcher would read it once released: a value
+    # redacted in force (its own or elsewhere in the collection) is no term of it, so a
+    # query for a redacted value never brings a document holding it to a searcher through
+    # a release (issue 31).
+    redacted = redaction.redacted_rows(
+        persona=persona,
+        collection=collection,
+        docids={postings.docids[r] for r in rows},
+        today=timezone.localdate(),
+        analyze=lucene.analyze,
+    )
+    plain = [r for r in rows if postings.docids[r] not in redacted]
+    scored = list(
+        zip(
+            [postings.docids[r] for r in plain],
+            outside_scores(view.index, postings, plain, terms).tolist(),
+            strict=True,
+        )
+    )
+    if redacted:
+        shown = Postings.build(sorted(redacted.items()))
+        scored += zip(
+            shown.docids,
+            outside_scores(view.index, shown, range(len(shown.docids)), terms).tolist(),
+            strict=True,
+        )
     qualified = []
-    for row, score in zip(rows, scores.tolist(), strict=True):
+    for docid, score in scored:
         if score > 0 and score > floor:
-            qualified.append((-score, postings.docids[row]))
+            qualified.append((-score, docid))
     # at most k per search (the archivist's effort): the k best of those that qualify
     asked = sorted(
         (sum(1 for h in hits if h.score > -negative), docid)

@@ -16,7 +16,7 @@ from annotate.models import Attachment
 from ranking import lucene, writings
 from ranking.services import index_build
 from review import copies, visibility
-from review.models import Redaction, SearchLog
+from review.models import Redaction, ReviewRequest, SearchLog
 from tests.reviewkit import searcher_search
 
 pytestmark = pytest.mark.lucene
@@ -196,3 +196,28 @@ def test_the_lead_sees_what_the_rule_of_every_writing_changed(mailbox, client, u
     section = page[page.index('id="rule-change"') :]
     assert r.docid in section and "Hidden since every writing of a value counts" in page
     assert list(Redaction.objects.values_list("id", "version", "spans")) == stored
+
+
+def test_a_query_for_a_redacted_value_asks_about_no_document_holding_it(
+    published, mailbox, client, users
+):
+    """An uncertain document (in the band, unreviewed) quoting the phone: a search for the
+    phone's digits must not ask the archivist about it (released, it would answer that
+    query: the searcher would learn it holds the value); a search for its own words does."""
+    c, persona, d, r, f = mailbox
+    _c, _p, docs, kinds = published
+    u = next(x for x in docs if kinds[x.pk] == "uncertain")
+    u.body = f"wallabyword\n> ring (617) 555-0199 or 617.555.0199\n{u.body}"
+    u.save(update_fields=["body"])
+    index_build(collection_id=c.pk, force=True)
+    c.refresh_from_db()
+    visibility.forget()
+    _redact_as_suggested(client, users, persona, d)
+    client.force_login(users["searcher"])
+    for query in ("0199", "617 555 0199", "6175550199"):
+        searcher_search(client, c, query)
+        asked = ReviewRequest.objects.filter(search=SearchLog.objects.latest("pk"))
+        assert not asked.filter(document=u).exists(), query
+    searcher_search(client, c, "wallabyword")
+    asked = ReviewRequest.objects.filter(search=SearchLog.objects.latest("pk"))
+    assert asked.filter(document=u).exists()
