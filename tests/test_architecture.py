@@ -22,7 +22,7 @@ LAYERS = [
     # pure: numpy / scipy / scikit-learn / pyserini, no Django, no app data
     (
         r"ranking\.(active|entities|explain|exposure|features|highlight|ltr|lucene|measures|neardup"
-        r"|protection|protection_eval|runs|sensitivity|simulate|simulate_stopping|stopping|visible)",
+        r"|names|protection|protection_eval|runs|sensitivity|simulate|simulate_stopping|stopping|visible)",
         CORE,
     ),
     (r"annotate\.(agreement|parsing(\..+)?)", CORE),
