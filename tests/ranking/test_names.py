@@ -232,3 +232,26 @@ def test_precision_and_recall_on_the_labelled_development_set():
     assert score.gold >= 60
     # docs/redaction.md reports the figures; a change that lowers them fails here
     assert score.precision >= 0.95 and score.recall >= 0.9, score
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Robert Elz <kre@munnari.OZ.AU>, exmh-workers@spamassassin.taint.org",
+        '"Gallagher, Maeve" <m@x.example>, Will Young <w@y.example>, bare@z.example',
+        "Tony L. Svanstrom <tony@svanstrom.example>",  # a dot: the standard library reads it
+        '"x\\"y" <q@r.example>',
+        "Siobhán Ó Néill <s@x.example>",
+        "A B <a@b.example>,C D<c@d.example>",
+        "",
+    ],
+)
+def test_a_headers_correspondents_are_the_standard_librarys(header):
+    import email.utils
+
+    expected = tuple(
+        (n.strip(), a.strip().lower())
+        for n, a in (email.utils.getaddresses([header]) if header else [])
+        if n.strip() and "@" in a
+    )
+    assert names.header_correspondents(header) == expected
