@@ -12,7 +12,10 @@ finds, in a subject or body:
 - the surname alone and the first name alone: ``Gallagher``, ``Maeve``;
 - the correspondent's address local part when it is made of the name (``maeve.gallagher``,
   ``mgallagher``, ``maeve_g``), lower case, as a word of its own (a whole address stays kind
-  ``email``: ``maeve.gallagher@example.org`` is no name).
+  ``email``: ``maeve.gallagher@example.org`` is no name, nor ``/home/mgallagher/``);
+- a display name written in lower case as written (``kevin lyda``);
+- a first name and a surname next to each other, of one person or two, as one span, with a
+  middle initial between them or an initial before (``Maeve A. Brown``, ``R. Kevin Oberman``).
 
 Matching is case-sensitive (a name is written capitalised, a local part lower case), by whole
 words, longest form first. The text is read once, word by word, each word looked up in one
@@ -30,8 +33,10 @@ Precision:
   dot before a common surname or before ``A``/``I``, and a local part not made of the name,
   count only in a name's context: after a title (``Mr Brown``), in a greeting or sign-off
   (``Hi Will,``, ``Thanks, Mark`` ending a line, ``Mark`` alone on a line, ``-- Will``),
-  before *wrote/said*, or next to another part of a name (``Maeve Brown``: a first name
-  then a surname, found as one span).
+  before *wrote/said*, next to another part of a name (``Maeve Brown``: a first name then a
+  surname, found as one span), or in a list with a name (``Priya, Rose and Mark``).
+
+Precision and recall on ``tests/fixtures/names_dev.txt`` are in ``docs/redaction.md``.
 """
 
 import email.utils
@@ -68,7 +73,8 @@ _COMMON_WORDS = """
     gates wells hay house frost snow summers spring day best hardy love good friend guest child
     law cash gold silver steel bush rush hart hunt pope power read bright burns cross english
     french irish welsh savage noble swift wild self shore story fair ball bull bacon cotton
-    cole barber archer carter glass hope sweet early late moody person parish bank
+    cole barber archer carter glass hope sweet early late moody person parish bank buy sell
+    ask call post link lay pace bass
     houston dallas austin paris jackson washington lincoln chester kent devon georgia virginia
     carolina india israel jordan sydney victoria florence orlando madison phoenix denver
     cleveland florida london charlotte savannah dakota montana aurora chelsea kingston
@@ -113,7 +119,11 @@ _TOKEN = re.compile(r"[^\W_]+")
 # between two words of a name: spaces (one line break at most), ". ", ", ", or a joiner
 _NEXT = re.compile(r"(\.?,?[ \t]*\n?[ \t]*|[-'’_.])([^\W_]+)")
 _SPACES = re.compile(r"\s+")
-_GLUE = "._-+/\\=%~"  # a name glued to these and a word is part of an address, path or file
+# A name glued to these and a word is part of an address, a file name or a path; a slash
+# only for a lower-case handle (``/~mgallagher/``): between capitalised names it separates
+# people (``Maeve/Chidi``) or a Lotus Notes name from its unit (``Kay Mann/Corp/Enron``).
+_GLUE = "._-+\\=%~"
+_GLUE_LOWER = _GLUE + "/"
 
 _GREETING = (
     r"hi|hello|hey|hiya|dear|morning|good\s+(?:morning|afternoon|evening)|thanks|thank\s+you"
@@ -379,7 +389,7 @@ class Gazetteer:
                 if v & _FORM:
                     ends.append((end, v))
             for end, v in reversed(ends):
-                if _edge_after(text, end):
+                if _edge_after(text, start, end):
                     out.append((start, end, v & ~(_FORM | _PREFIX)))
                     taken = end
                     break
@@ -396,19 +406,20 @@ def _edge_before(text: str, start: int) -> bool:
     if start == 0:
         return True
     c = text[start - 1]
-    if c == "@":
+    if c == "@" or c == "~":
         return False
-    return not (c in _GLUE and start >= 2 and text[start - 2].isalnum()) and c != "~"
+    glue = _GLUE if text[start].isupper() else _GLUE_LOWER
+    return not (c in glue and start >= 2 and text[start - 2].isalnum())
 
 
-def _edge_after(text: str, end: int) -> bool:
+def _edge_after(text: str, start: int, end: int) -> bool:
     if end >= len(text):
         return True
     c = text[end]
     if c == "@":
         return False
     nxt = text[end + 1 : end + 2]
-    if c in _GLUE and nxt.isalnum():
+    if c in (_GLUE if text[start].isupper() else _GLUE_LOWER) and nxt.isalnum():
         return False
     # "Don't": a contraction, not a name
     return not (c in "'’" and nxt == "t" and not text[end + 2 : end + 3].isalnum())

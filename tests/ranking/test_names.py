@@ -60,6 +60,7 @@ def _found(gazetteer, text):
         ("the l.vanderberg login", "l.vanderberg"),
         ("Maeve A. Gallagher signed", "Maeve A. Gallagher"),
         ("R. Maeve Gallagher signed", "R. Maeve Gallagher"),
+        ("Maeve Gallagher/HT/Harbour@Harbour on 03/02", "Maeve Gallagher"),  # Lotus Notes
     ],
 )
 def test_each_form_is_found_with_its_exact_span(gazetteer, text, span):
@@ -85,6 +86,7 @@ def test_an_email_address_stays_an_email_address(gazetteer):
     assert [e.kind for e in found] == ["email", "email"]
     # nor in a path or a file name
     assert _found(gazetteer, "http://x.example/~maeve.gallagher/cv and maeve_g.csv") == []
+    assert _found(gazetteer, "in /home/mgallagher/scans") == []
 
 
 @pytest.mark.parametrize(
