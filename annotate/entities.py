@@ -11,6 +11,7 @@ from annotate.bulk import rows_insert, statistics_refresh
 from annotate.jobs import queue_on_commit
 from annotate.models import Collection, Document, DocumentEntity, Lexicon, Persona
 from ranking import entities as recognisers
+from ranking import names
 from ranking.highlight import highlight_entities
 
 
@@ -44,10 +45,27 @@ def _rows(found) -> list[DocumentEntity]:
     ]
 
 
-def entity_rows(document: Document, lexicons: dict[int, dict[str, list[str]]]):
-    """The ``DocumentEntity`` rows (unsaved) of one document: personal data once, and each
+def collection_gazetteer(collection_id: int) -> names.Gazetteer:
+    """The names of every correspondent of a collection (``ranking.names``): one query over
+    its messages' From/To/Cc/Bcc headers, read as it streams (the display names are in the
+    headers; ``Document.addresses`` keeps the addresses only)."""
+    rows = Document.objects.filter(collection_id=collection_id).values_list(
+        "from_header", "to_header", "cc_header", "bcc_header"
+    )
+    return names.gazetteer_of_headers(rows.iterator(chunk_size=5000))
+
+
+def entity_rows(
+    document: Document,
+    lexicons: dict[int, dict[str, list[str]]],
+    gazetteer: names.Gazetteer | None = None,
+):
+    """The ``DocumentEntity`` rows (unsaved) of one document: personal data once (with the
+    names of the collection's correspondents: ``gazetteer``, built when not given), and each
     persona's own terms under that persona."""
-    return _rows(recognisers.texts_entities((_texts(document), lexicons)))
+    if gazetteer is None:
+        gazetteer = collection_gazetteer(document.collection_id)
+    return _rows(names.texts_entities((_texts(document), lexicons), gazetteer))
 
 
 def collection_entities_detect(
@@ -57,9 +75,13 @@ def collection_entities_detect(
     ``after_id`` (0: every document; an import passes the largest id before it, so only its
     new documents are read); return how many. ``workers`` > 1: the recognisers (regular
     expressions, about a millisecond a message) run in that many processes while this one
-    writes. Idempotent: each chunk's rows are replaced in one transaction."""
+    writes. Idempotent: each chunk's rows are replaced in one transaction.
+
+    Person names: the gazetteer of every correspondent of the collection (not only of the
+    new documents) is built once here and sent once to each worker."""
     collection = Collection.objects.get(pk=collection_id)
     lexicons = persona_lexicons()
+    gazetteer = collection_gazetteer(collection.pk)
     docs = (
         Document.objects.filter(collection=collection).order_by("id").only("id", "subject", "body")
     )
@@ -78,18 +100,18 @@ def collection_entities_detect(
         return len(rows)
 
     if workers <= 1:
-        total = sum(store(job, recognisers.texts_entities(job)) for job in jobs())
+        total = sum(store(job, names.texts_entities(job, gazetteer)) for job in jobs())
         statistics_refresh(DocumentEntity, rows=total)
         return total
     import multiprocessing
 
     # forkserver, not fork: see annotate.importers._iter_parallel (a JVM's threads)
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["ranking.entities"])
+    context.set_forkserver_preload(["ranking.entities", "ranking.names"])
     total, pending = 0, []
-    with context.Pool(workers) as pool:
+    with context.Pool(workers, initializer=names.install, initargs=(gazetteer,)) as pool:
         for job in jobs():  # at most ``workers`` chunks ahead of the writes
-            pending.append((job, pool.apply_async(recognisers.texts_entities, (job,))))
+            pending.append((job, pool.apply_async(names.texts_entities, (job,))))
             if len(pending) > workers:
                 done, result = pending.pop(0)
                 total += store(done, result.get())
@@ -169,6 +191,7 @@ def document_entity_view(
 
 KIND_WORDS = recognisers.KINDS
 # Suggested for redaction at once (ticked): numbers and dates found with a checksum or a
-# context word; addresses, phones, emails (in mail, mostly senders and lists) and the
-# lexicons' words are offered unticked, for the archivist to judge.
+# context word; addresses, phones, emails (in mail, mostly senders and lists), people's names
+# (a correspondent's name is often the point of keeping a message) and the lexicons' words
+# are offered unticked, for the archivist to judge.
 SUGGESTED = frozenset({"card", "iban", "account", "national_id", "dob"})

@@ -43,6 +43,7 @@ KINDS = {
     "account": "account number",
     "national_id": "national identifier",
     "email": "email address",
+    "name": "person's name",
     "phone": "phone number",
     "dob": "date of birth",
     "address": "postal address",

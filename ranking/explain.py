@@ -98,6 +98,7 @@ ENTITIES = {
     "account": "bank account numbers",
     "national_id": "national identifiers (social security, National Insurance)",
     "email": "email addresses in the text",
+    "name": "people's names",
     "phone": "phone numbers",
     "dob": "dates of birth",
     "address": "postal addresses",

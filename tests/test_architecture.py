@@ -22,8 +22,8 @@ LAYERS = [
     # pure: numpy / scipy / scikit-learn / pyserini, no Django, no app data
     (
         r"ranking\.(active|entities|explain|exposure|features|highlight|ltr|lucene|measures|neardup"
-        r"|protection|protection_eval|runs|sensitivity|simulate|simulate_stopping|stopping|visible"
-        r"|writings)",
+        r"|names|protection|protection_eval|runs|sensitivity|simulate|simulate_stopping|stopping"
+        r"|visible|writings)",
         CORE,
     ),
     (r"annotate\.(agreement|parsing(\..+)?)", CORE),

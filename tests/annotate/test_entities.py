@@ -89,3 +89,42 @@ def test_entities_found_in_worker_processes_are_those_found_in_one(sample_collec
     collection_entities_detect(collection_id=sample_collection.pk, after_id=ids[-3], workers=2)
     assert {row[0] for row in stored()} <= set(ids[-2:])
     assert stored() == [row for row in expected if row[0] in ids[-2:]]
+
+
+def test_the_import_stores_the_names_of_the_collections_correspondents(sample_collection):
+    """Names found with the gazetteer of every correspondent of the collection: Matthias Saou
+    wrote one message of the sample and is named in another he is not a correspondent of."""
+    found = DocumentEntity.objects.filter(
+        document__collection=sample_collection, kind="name", persona__isnull=True
+    ).select_related("document")
+    by_doc = {}
+    for e in found:
+        assert getattr(e.document, e.field)[e.start : e.end] == e.text
+        by_doc.setdefault(e.document.docid.rsplit("/", 1)[-1], set()).add(e.text)
+    texts = set().union(*by_doc.values())
+    assert {
+        "Chris Kloiber",
+        "Robert Elz",
+        "Justin Shore",
+        "Vipul Ved Prakash",
+        "R. Kevin Oberman",  # display name "Kevin Oberman", signed with his initial
+        "kevin lyda",  # the display name in lower case, signed so
+        "kre",  # Robert Elz's address, alone on a line: his sign-off
+    } <= texts
+    assert "Matthias Saou" in by_doc["easy-ham-1-00283.eml"]
+    reply = Document.objects.get(
+        collection=sample_collection, docid__endswith="easy-ham-1-00283.eml"
+    )
+    assert "Saou" not in reply.from_header + reply.to_header + reply.cc_header
+    # display names of lists and services give no names
+    assert not texts & {"Customers", "FoRK", "guardian", "SpamAssassin", "FreshRPMs", "CDale"}
+
+
+def test_names_are_offered_unticked_in_their_own_colour():
+    from pathlib import Path
+
+    from annotate.entities import KIND_WORDS, SUGGESTED
+
+    assert "name" not in SUGGESTED and KIND_WORDS["name"] == "person's name"
+    css = (Path(__file__).resolve().parents[2] / "static" / "sasc" / "app.css").read_text()
+    assert ".ent-name {" in css

@@ -186,6 +186,23 @@ def test_the_archivist_redacts_from_the_review_page_with_a_reason(account, login
     assert visibility.view(c.publication).search(NUMBER, 10) == []
 
 
+def test_a_correspondents_name_is_offered_unticked_in_its_own_colour(account, login, users):
+    """Names (``ranking.names``) are offered for redaction, not suggested: the archivist
+    judges them, like emails and phones; the account number stays ticked."""
+    c, persona, doc = account
+    doc.body += "\nThanks to Chris Kloiber for the patch."
+    doc.save(update_fields=["body"])
+    collection_entities_detect(collection_id=c.pk)
+    page = login(users["archivist"]).get(reverse("review-item", args=[persona.pk, doc.pk]))
+    page = page.content.decode()
+    box = re.search(
+        r'value="body:\d+:\d+:name"( checked)?>\s*<mark class="ent ent-name">Chris Kloiber<', page
+    )
+    assert box and not box.group(1)
+    assert re.search(r'value="body:\d+:\d+:account" checked>', page)
+    assert "person&#x27;s name" in page  # the legend
+
+
 @pytest.mark.parametrize(
     ("spans", "error"),
     [

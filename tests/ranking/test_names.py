@@ -1,0 +1,259 @@
+"""Person names from a gazetteer of the collection's correspondents (``ranking.names``): the
+forms found with their exact spans, common words left alone outside a name's context, display
+names that are no person skipped, and precision and recall on the labelled development set
+(numbers in docs/redaction.md)."""
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from ranking import entities, names
+from ranking.entities import Entity
+from ranking.names import Gazetteer
+
+DEV = Path(__file__).resolve().parents[1] / "fixtures" / "names_dev.txt"
+
+PEOPLE = [
+    ("Maeve Gallagher", "maeve.gallagher@harbour.example"),
+    ("Gallagher, Maeve", "mgallagher@old.example"),
+    ("Maeve Gallagher", "maeve_g@home.example"),
+    ("Will Young", "wyoung@mail.example"),
+    ("Mark Brown", "mark_b@press.example"),
+    ("Adam L. Beberg", "beberg@mithral.example"),
+    ("Ludwig van der Berg", "l.vanderberg@uni.example"),
+    ("May Lin", "may.lin@corp.example"),
+    ("Robert Elz", "kre@munnari.example"),
+]
+
+
+@pytest.fixture(scope="module")
+def gazetteer():
+    return Gazetteer.from_correspondents(PEOPLE)
+
+
+def _found(gazetteer, text):
+    return [e.text for e in gazetteer.find(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("Ask Maeve Gallagher today.", "Maeve Gallagher"),
+        ("To: Gallagher, Maeve (Trust)", "Gallagher, Maeve"),
+        ("MAEVE GALLAGHER, TRUSTEE", "MAEVE GALLAGHER"),
+        ("signed M. Gallagher below", "M. Gallagher"),
+        ("signed M Gallagher below", "M Gallagher"),
+        ("signed M.Gallagher below", "M.Gallagher"),
+        ("Gallagher agreed.", "Gallagher"),
+        ("Gallagher's notes", "Gallagher"),
+        ("and Maeve agreed", "Maeve"),
+        ("the maeve.gallagher account", "maeve.gallagher"),
+        ("the mgallagher account", "mgallagher"),
+        ("log in as maeve_g first", "maeve_g"),
+        ("Adam L. Beberg wrote", "Adam L. Beberg"),
+        ("Adam L Beberg wrote", "Adam L Beberg"),
+        ("Adam Beberg wrote", "Adam Beberg"),
+        ("Beberg, Adam L. wrote", "Beberg, Adam L"),
+        ("lent by Ludwig van der Berg", "Ludwig van der Berg"),
+        ("Mr van der Berg came", "van der Berg"),
+        ("the l.vanderberg login", "l.vanderberg"),
+        ("Maeve A. Gallagher signed", "Maeve A. Gallagher"),
+        ("R. Maeve Gallagher signed", "R. Maeve Gallagher"),
+        ("Maeve Gallagher/HT/Harbour@Harbour on 03/02", "Maeve Gallagher"),  # Lotus Notes
+    ],
+)
+def test_each_form_is_found_with_its_exact_span(gazetteer, text, span):
+    found = gazetteer.find(text)
+    start = text.index(span)
+    assert found == [Entity("name", start, start + len(span), span)]
+
+
+def test_the_longest_form_wins_and_spans_do_not_overlap(gazetteer):
+    text = "Maeve Gallagher, Maeve, Gallagher and Gallagher, Maeve"
+    assert _found(gazetteer, text) == ["Maeve Gallagher", "Maeve", "Gallagher", "Gallagher, Maeve"]
+
+
+def test_names_are_case_sensitive_and_whole_words(gazetteer):
+    assert _found(gazetteer, "maeve gallagher, GALLAGHERS, Gallaghers, Maeves") == []
+    assert _found(gazetteer, "MGALLAGHER and Mgallagher") == []
+
+
+def test_an_email_address_stays_an_email_address(gazetteer):
+    text = "write to maeve.gallagher@harbour.example or mgallagher@old.example"
+    assert _found(gazetteer, text) == []
+    found = names.recognise(text, gazetteer)
+    assert [e.kind for e in found] == ["email", "email"]
+    # nor in a path or a file name
+    assert _found(gazetteer, "http://x.example/~maeve.gallagher/cv and maeve_g.csv") == []
+    assert _found(gazetteer, "in /home/mgallagher/scans") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I will send it; Will you come?",
+        "Please mark the boxes. Mark them in red.",
+        "Brown paper and string; Young people read here.",
+        "The exhibition opens in May and closes in August.",
+        "May 3 is the deadline; Lin will know.",  # "Lin": a surname of two... three letters
+    ],
+)
+def test_common_word_names_are_left_alone_outside_a_names_context(gazetteer, text):
+    assert [t for t in _found(gazetteer, text) if t != "Lin"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("Hi Will,\nthe boxes came.", "Will"),
+        ("Dear Mark:\n", "Mark"),
+        ("Thanks, Mark\n", "Mark"),
+        ("Cheers Will!", "Will"),
+        ("see you soon\n\nMark\n", "Mark"),
+        ("-- Will\n", "Will"),
+        ("> May\n", "May"),
+        ("Mr Brown came", "Brown"),
+        ("Ms. Young came", "Young"),
+        ("Will wrote:\n", "Will"),
+        ("Maeve, Will and Mark met.", "Will"),
+        ("Will Gallagher came", "Will Gallagher"),  # a first name and a surname of two people
+        ("Thanks, Will Brown\n", "Will Brown"),  # two common words: only in a name's context
+        ("Maeve Brown came", "Maeve Brown"),
+        ("kre\n", "kre"),  # a handle not made of the name: alone on a line, a sign-off
+    ],
+)
+def test_common_word_names_count_in_a_names_context(gazetteer, text, span):
+    assert span in _found(gazetteer, text)
+
+
+def test_a_handle_not_made_of_the_name_counts_only_in_a_names_context(gazetteer):
+    assert _found(gazetteer, "ask kre about it") == []
+
+
+@pytest.mark.parametrize(
+    "display",
+    [
+        "Customer Service",
+        "SpamAssassin List",
+        "irish linux users group",
+        "ilug social",
+        "FOXSports FLASH",
+        "RPM-List",
+        "FreshRPMs List",
+        "noreply",
+        "admin",
+        "INFO",
+        "Customers",
+        "guardian",
+        "CDale",
+        "Agent 007",
+        "'ilug@linux.ie'",
+        "Harbour Trust Newsletter",
+        "IT Support",
+    ],
+)
+def test_display_names_that_are_no_person_are_skipped(display):
+    assert names.person_name(display) is None
+    assert len(Gazetteer.from_correspondents([(display, "x@y.example")])) == 0
+
+
+@pytest.mark.parametrize(
+    ("display", "given", "surname"),
+    [
+        ("HAMILTON,DAVID (HP-Ireland,ex2)", "David", "Hamilton"),
+        ("kevin lyda", "Kevin", "Lyda"),
+        ("R. Kevin Oberman", "Kevin", "Oberman"),
+        ("Craig R.Hughes", "Craig", "Hughes"),
+        ("GALLAGHER Maeve", "Maeve", "Gallagher"),
+        ("Dr. Maeve Gallagher PhD", "Maeve", "Gallagher"),
+        ("Maeve Gallagher via LinkedIn", "Maeve", "Gallagher"),
+        ("Sean O'Brien", "Sean", "O'Brien"),
+    ],
+)
+def test_person_display_names_are_read_in_their_usual_shapes(display, given, surname):
+    name = names.person_name(display)
+    assert (name.given, name.surname) == (given, surname)
+
+
+def test_local_parts_not_made_of_the_name_or_common_words_are_no_free_forms():
+    g = Gazetteer.from_correspondents(
+        [("Chris Kurtz", "blue@rocinante.example"), ("Vipul Prakash", "mail@vipul.example")]
+    )
+    assert "mail" not in g.forms and g.forms["blue"] & names.GATED
+    assert _found(g, "the blue one by mail") == []
+
+
+def test_a_lower_case_display_name_is_found_as_written():
+    g = Gazetteer.from_correspondents([("kevin lyda", "kevin@linux.example")])
+    assert _found(g, "On Fri, kevin lyda wrote:") == ["kevin lyda"]
+    assert _found(g, "Kevin Lyda and kevin") == ["Kevin Lyda", "kevin"]
+
+
+def test_the_names_join_the_other_recognisers_and_the_personas_terms(gazetteer):
+    texts = [(1, "body", "Call Maeve Gallagher on 713-853-1234, salary talk."), (1, "subject", "")]
+    job = (texts, {7: {"words": ["Gallagher"]}})
+    rows = names.texts_entities(job, gazetteer)
+    personal = [(e.kind, e.text) for _k, p, _f, e in rows if p is None]
+    assert personal == [
+        ("name", "Maeve Gallagher"),
+        ("phone", "713-853-1234"),
+        ("financial", "salary"),
+    ]
+    # the persona's term is still found under the persona, whatever the names
+    assert [(p, e.text) for _k, p, _f, e in rows if p is not None] == [(7, "Gallagher")]
+    assert names.texts_entities(job) == entities.texts_entities(job)  # none installed
+    names.install(gazetteer)
+    try:
+        assert names.texts_entities(job) == rows
+    finally:
+        names.install(None)
+
+
+def test_a_gazetteer_pickles_for_the_worker_processes(gazetteer):
+    again = pickle.loads(pickle.dumps(gazetteer))  # noqa: S301 (our own object)
+    text = "Hi Will,\nMaeve Gallagher and mgallagher"
+    assert again.find(text) == gazetteer.find(text) and len(again) == len(gazetteer)
+
+
+def test_the_gazetteer_of_headers_reads_every_correspondent():
+    rows = [
+        ("Robert Elz <kre@munnari.example>", "Chris Garrigues <cwg@deepeddy.example>", "", ""),
+        ("Robert Elz <kre@munnari.example>", "", "exmh-workers@lists.example", ""),
+        ("Customers <customers@mail.example>", "", "", '"Okafor, Chidi" <co@x.example>'),
+    ]
+    g = names.gazetteer_of_headers(iter(rows))
+    assert g.people == 3
+    assert _found(g, "Chidi Okafor, Chris and Elz") == ["Chidi Okafor", "Chris", "Elz"]
+
+
+def test_precision_and_recall_on_the_labelled_development_set():
+    lines = DEV.read_text().splitlines()
+    assert len([ln for ln in lines if ln.strip() and not ln.startswith("#")]) >= 60
+    score = names.evaluate(lines)
+    assert score.gold >= 60
+    # docs/redaction.md reports the figures; a change that lowers them fails here
+    assert score.precision >= 0.95 and score.recall >= 0.9, score
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Robert Elz <kre@munnari.OZ.AU>, exmh-workers@spamassassin.taint.org",
+        '"Gallagher, Maeve" <m@x.example>, Will Young <w@y.example>, bare@z.example',
+        "Tony L. Svanstrom <tony@svanstrom.example>",  # a dot: the standard library reads it
+        '"x\\"y" <q@r.example>',
+        "Siobhán Ó Néill <s@x.example>",
+        "A B <a@b.example>,C D<c@d.example>",
+        "",
+    ],
+)
+def test_a_headers_correspondents_are_the_standard_librarys(header):
+    import email.utils
+
+    expected = tuple(
+        (n.strip(), a.strip().lower())
+        for n, a in (email.utils.getaddresses([header]) if header else [])
+        if n.strip() and "@" in a
+    )
+    assert names.header_correspondents(header) == expected
