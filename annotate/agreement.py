@@ -1,4 +1,4 @@
-"""Inter-annotator agreement (DOMAIN.md section 5): pure functions, no database.
+"""Inter-annotator agreement (docs/domain.md §5): pure functions, no database.
 
 Input is a list of observations ``(item, annotator, value)``: one answer of one annotator
 on one item (a (topic, persona, document) unit). For every pair of annotators and every

@@ -1,5 +1,5 @@
 """Writes of annotation: leases on tasks, judgments (idempotent submits, edits), skips and
-resumes, and the lead's adjudication (DOMAIN.md section 5; G1-G3 of RELIABILITY.md)."""
+resumes, and the lead's adjudication (docs/domain.md §5; G1-G3 of RELIABILITY.md)."""
 
 import hashlib
 import json
@@ -87,7 +87,7 @@ class TaskNotNeeded(AnnotationError):
 
 @dataclass(frozen=True)
 class Answers:
-    """The three questions and the comment of one judgment (DOMAIN.md §1)."""
+    """The three questions and the comment of one judgment (docs/domain.md §1)."""
 
     relevance: int
     persona_sensitive: str

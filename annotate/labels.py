@@ -8,7 +8,7 @@ Final label of a (topic, persona, document), in this order (the rule is recorded
   ``rule:...``     otherwise: relevance by the project's rule (``higher``: the more relevant
                    grade; ``majority``: the most frequent grade, a tie going to the more
                    relevant), persona sensitivity ``rule:any-sensitive``: sensitive if any
-                   annotator said so (the study's rule, DOMAIN.md section 5).
+                   annotator said so (the study's rule, docs/domain.md §5).
 'Don't know' sensitivity answers are not labels; a unit with only those gets none
 (``no-answer``). Relevance qrels are per (topic, document): judgments under every persona
 count together, and an adjudicated grade (the latest, if several personas') wins.

@@ -1,5 +1,5 @@
 """The lead's agreement pages: kappa per round, topic and persona, disagreements to discuss
-and adjudicate, and the exports (DOMAIN.md section 5)."""
+and adjudicate, and the exports (docs/domain.md §5)."""
 
 from django.contrib import messages
 from django.db import transaction

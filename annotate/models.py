@@ -135,7 +135,7 @@ class Attachment(models.Model):
 
 
 class Persona(models.Model):
-    """The fictional donor whose point of view defines sensitivity (DOMAIN.md §2)."""
+    """The fictional donor whose point of view defines sensitivity (docs/domain.md §2)."""
 
     name = models.CharField(max_length=200, unique=True)
     nickname = models.CharField(max_length=100, blank=True)
@@ -436,7 +436,7 @@ class Answer(models.TextChoices):
 
 
 class Judgment(models.Model):
-    """An annotator's answers for one task (DOMAIN.md §1, fig. 3.4 of the dissertation)."""
+    """An annotator's answers for one task (docs/domain.md §1, fig. 3.4 of the dissertation)."""
 
     class Relevance(models.IntegerChoices):
         NOT = 0, "Not relevant"

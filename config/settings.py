@@ -167,7 +167,7 @@ SASC_API_MAX_PAGE_SIZE = env_int("SASC_API_MAX_PAGE_SIZE", 200, minimum=1)
 # Fault injection for the reliability tests (T4): a retrain waits this long between training
 # and recording its version, so a test can kill the worker mid-retrain. 0 in production.
 SASC_FAULT_LEARNING_DELAY_MS = env_int("SASC_FAULT_LEARNING_DELAY_MS", 0, minimum=0)
-# Domains whose addresses count as internal to the donor's organisation (DOMAIN.md §6).
+# Domains whose addresses count as internal to the donor's organisation (docs/domain.md §6).
 SASC_INTERNAL_DOMAINS = env_list("SASC_INTERNAL_DOMAINS", [])
 # What searchers are told to expect from the archivists (docs/protection.md): one phrase, the
 # same whatever is waiting ("within a working day", "within a week").

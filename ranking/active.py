@@ -1,4 +1,4 @@
-"""The active-learning core (Rahman et al., DOMAIN.md section 4), pure: no Django.
+"""The active-learning core (Rahman et al., docs/domain.md §4), pure: no Django.
 
 A logistic-regression relevance classifier over a collection's TF-IDF rows, trained on the
 judged rows (graded relevance collapsed: relevant = grade 1 or 2), scores the candidates;

@@ -1,5 +1,5 @@
 """Exposing queries: which searches would put a document in a searcher's top k (Li et al.,
-WWW 2022, ``seeds/001``; DOMAIN.md section 10), pure: no Django.
+WWW 2022, ``seeds/001``; docs/domain.md §10), pure: no Django.
 
 Exposing query identification (EQI) reverses document retrieval: given a document d, return
 the queries of a candidate set Q ranked by how strongly each exposes d in the document

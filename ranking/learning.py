@@ -1,6 +1,6 @@
 """The active-learning engine: plans, seeds, versioned models and the queue they keep full.
 
-Django glue around the pure core in ``ranking.active`` (DOMAIN.md section 4). One plan per
+Django glue around the pure core in ``ranking.active`` (docs/domain.md §4). One plan per
 (project, topic). ``learning_step`` brings a plan up to date and is safe to run any number of
 times, from any number of workers:
 

@@ -1,4 +1,4 @@
-"""Relevance-and-sensitivity measures (DOMAIN.md section 7; dissertation chapter 4).
+"""Relevance-and-sensitivity measures (docs/domain.md §7; dissertation chapter 4).
 
 Pure Python (numpy and scipy only). Conventions fixed for this project: ranks are 0-based,
 gain ``2**rel - 1`` for grades 0/1/2, discount ``1 / log2(i + 2)``, sensitivity binary,
@@ -24,7 +24,7 @@ DEFAULT_COST = 12.0
 
 
 def gain(grade: int) -> float:
-    """Return the gain of a relevance grade, 2^grade - 1 (DOMAIN.md section 7)."""
+    """Return the gain of a relevance grade, 2^grade - 1 (docs/domain.md §7)."""
     return float(2 ** max(int(grade), 0) - 1)
 
 

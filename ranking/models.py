@@ -21,7 +21,7 @@ from annotate.models import (
 
 class MachineLabel(models.Model):
     """The active-learning model's relevance label for a document no annotator judged, with
-    its probability: what turns human qrels into hybrid qrels (DOMAIN.md section 4).
+    its probability: what turns human qrels into hybrid qrels (docs/domain.md §4).
 
     One current label per (project, topic, document); ``model_version`` says which trained
     model gave it. Exports leave machine labels out unless asked, and flag them when in.
@@ -104,7 +104,7 @@ class TopicSeed(models.Model):
 
 
 class LearningPlan(models.Model):
-    """Active learning for one topic of a project (DOMAIN.md section 4): how documents are
+    """Active learning for one topic of a project (docs/domain.md §4): how documents are
     chosen, how many, and where the loop stands."""
 
     class Strategy(models.TextChoices):
@@ -252,7 +252,7 @@ class CheckSample(models.Model):
 
 class SensitivityModel(models.Model):
     """One trained version of a persona's sensitivity classifier over a collection, with
-    where its labels came from and its cross-validated report (DOMAIN.md section 6)."""
+    where its labels came from and its cross-validated report (docs/domain.md §6)."""
 
     collection = models.ForeignKey(
         Collection, on_delete=models.CASCADE, related_name="sensitivity_models"

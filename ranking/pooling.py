@@ -1,4 +1,4 @@
-"""Pooling (DOMAIN.md section 3): run twelve retrieval systems over a collection's Lucene
+"""Pooling (docs/domain.md §3): run twelve retrieval systems over a collection's Lucene
 index and judge the union of their top k per topic, keeping which system found each
 document at which rank.
 

@@ -1,4 +1,4 @@
-"""Protection approaches (DOMAIN.md section 8; dissertation chapters 5-6), pure: no Django.
+"""Protection approaches (docs/domain.md §8; dissertation chapters 5-6), pure: no Django.
 
 A query is its candidate documents (e.g. BM25's top 100) with a row of ranking features
 each, the classifier's P(sensitive), and, for training and evaluation, relevance grades
@@ -252,7 +252,7 @@ def cluster_replace(
     ranking: list[str], query: Query, clusters: np.ndarray, *, k: int = 10, eligible=None
 ) -> list[str]:
     """Walking down ``ranking``, put in each of the first k places the member of the
-    document's cluster not chosen yet with the lowest P(sensitive) (sec. 6.3, DOMAIN.md
+    document's cluster not chosen yet with the lowest P(sensitive) (sec. 6.3, docs/domain.md
     section 8). ``eligible`` (a mask over the candidates) limits the replacements: a
     filtering approach replaces only with documents its filter lets through."""
     index = {d: i for i, d in enumerate(query.docids)}

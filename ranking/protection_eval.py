@@ -1,4 +1,4 @@
-"""The protection evaluation harness (DOMAIN.md section 8), pure: no Django.
+"""The protection evaluation harness (docs/domain.md §8), pure: no Django.
 
 Five folds over topics: for fold i the test topics are fold i, the validation topics fold
 i + 1 (which pick each ranker's restart and the static cutoff), and the three others train

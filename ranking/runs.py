@@ -1,6 +1,6 @@
 """TREC runs and their evaluation with ir_measures (pure: no Django).
 
-Conventions (DOMAIN.md §7): grades 0/1/2, gain 2^rel - 1, discount 1/log2(i + 2); that is
+Conventions (docs/domain.md §7): grades 0/1/2, gain 2^rel - 1, discount 1/log2(i + 2); that is
 ir_measures' ``nDCG(dcg='exp-log2')``.
 """
 

@@ -1,4 +1,4 @@
-"""The sensitivity classifier of one persona (DOMAIN.md section 6), pure: no Django.
+"""The sensitivity classifier of one persona (docs/domain.md §6), pure: no Django.
 
 Features of a message:
 - TF-IDF of the subject, the body and the attachments' text (three vocabularies);

@@ -1,4 +1,4 @@
-"""Finite-pool simulation of active learning (Rahman et al., DOMAIN.md section 4), pure.
+"""Finite-pool simulation of active learning (Rahman et al., docs/domain.md §4), pure.
 
 Annotators are simulated by the reference qrels. For every topic the pool is judged seeds
 first (IS: up to 5 relevant and 5 non-relevant pool documents, as the study assumed; RDS:

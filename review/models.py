@@ -1,5 +1,5 @@
 """Searching a published collection, the archivist's review of uncertain documents, and the
-append-only audit log (DOMAIN.md section 9; RELIABILITY.md G7, G9)."""
+append-only audit log (docs/domain.md §9; RELIABILITY.md G7, G9)."""
 
 from django.conf import settings
 from django.db import models
@@ -155,7 +155,7 @@ class AuditEvent(models.Model):
 
 class Exposure(models.Model):
     """The exposing queries of a document for a persona's searchers, computed by the worker
-    once per index version (``review.exposure``; DOMAIN.md section 10)."""
+    once per index version (``review.exposure``; docs/domain.md §10)."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Waiting for the worker"

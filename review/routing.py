@@ -1,4 +1,4 @@
-"""Where each ranked document goes for a searcher (DOMAIN.md section 9), pure: no Django.
+"""Where each ranked document goes for a searcher (docs/domain.md §9), pure: no Django.
 
 shown now      released by an archivist, or P(sensitive) below the band
 review         inside the band (or unscored), among the first k ranks; with ``most_uncertain``

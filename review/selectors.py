@@ -287,7 +287,7 @@ def decisions_in_force(*, kind: str = "", limit: int = 200) -> list[Decision]:
 
 def exposing_queries(*, document, persona, limit: int = 10) -> list[str]:
     """Logged queries whose review requests or results put this document in front of a
-    searcher (the query log side of reverse search, DOMAIN.md section 10)."""
+    searcher (the query log side of reverse search, docs/domain.md §10)."""
     # Each query once (a model's default ordering would make DISTINCT keep repeats).
     queries = list(
         ReviewRequest.objects.filter(document=document, persona=persona)
@@ -337,7 +337,7 @@ def decisions_on(*, document, persona, threshold: float | None = None) -> list[D
 
 @dataclass
 class SessionMeasures:
-    """One searcher's search, measured (DOMAIN.md section 7, O-CS-DCG)."""
+    """One searcher's search, measured (docs/domain.md §7, O-CS-DCG)."""
 
     search: SearchLog
     relevance_from: str  # "qrels of topic N", "judgments of topic N", or "none"

@@ -1,4 +1,4 @@
-"""Protected search and the archivist's decisions (DOMAIN.md section 9).
+"""Protected search and the archivist's decisions (docs/domain.md §9).
 
 Withholding is absolute (G7): a search splits the ranking before anything is rendered. A
 document reaches the searcher only if an archivist released it for the persona, or the

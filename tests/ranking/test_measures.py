@@ -1,4 +1,4 @@
-"""The measures of DOMAIN.md section 7: hand-worked values, ir_measures for nDCG, brute
+"""The measures of docs/domain.md §7: hand-worked values, ir_measures for nDCG, brute
 force over every ordering for the nCS-DCG bounds, ranges and axioms."""
 
 import io

@@ -1,0 +1,69 @@
+"""Docs that cannot drift (issue 32): every page and section the code and docs cite exists,
+and docs/architecture.md names every module of the apps."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+APPS = ("annotate", "ranking", "review", "config")
+
+
+def _sources() -> list[Path]:
+    return [
+        p
+        for app in (*APPS, "tests", "bench")
+        for p in (ROOT / app).rglob("*.py")
+        if "migrations" not in p.parts
+    ]
+
+
+def _docs() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_every_cited_docs_page_exists():
+    missing = []
+    for path in _sources() + _docs():
+        for page in re.findall(r"docs/([\w-]+\.md)", path.read_text(encoding="utf-8")):
+            if not (ROOT / "docs" / page).exists():
+                missing.append((str(path.relative_to(ROOT)), page))
+    assert missing == []
+
+
+def test_every_cited_domain_section_exists():
+    domain = (ROOT / "docs" / "domain.md").read_text(encoding="utf-8")
+    sections = set(re.findall(r"^## §(\d+)", domain, re.MULTILINE))
+    cited = []
+    for path in _sources() + _docs():
+        text = path.read_text(encoding="utf-8")
+        for n in re.findall(r"docs/domain\.md`?\s*§(\d+)", text):
+            cited.append((str(path.relative_to(ROOT)), n))
+    assert cited, "the docstrings cite docs/domain.md"
+    assert [c for c in cited if c[1] not in sections] == []
+
+
+def test_nothing_cites_the_brief_that_is_not_in_the_repository():
+    stale = [
+        str(p.relative_to(ROOT))
+        for p in _sources() + _docs()
+        if "DOMAIN" + ".md" in p.read_text(encoding="utf-8")
+    ]
+    assert stale == []
+
+
+def test_the_architecture_page_names_every_module():
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    unnamed = []
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if "migrations" in parts or parts[-1] == "__init__" or "commands" in parts:
+                continue
+            name = parts[-1]
+            # a module is named by its file (`writings.py`, `writings`) or its dotted path
+            dotted = ".".join(parts)
+            if not re.search(rf"(?<![\w.]){re.escape(name)}(?:\.py)?(?!\w)", page) and (
+                dotted not in page
+            ):
+                unnamed.append(dotted)
+    assert unnamed == [], "name these in docs/architecture.md"
