@@ -11,7 +11,11 @@ keeps it precise:
   of digits that is a card or an account is not also a phone;
 - ``address``: a street address (number, one to four capitalised words, a street type, with
   an optional suite and ``City, ST 12345``), a ``P.O. Box``, or a UK postcode;
-- ``card``: 13 to 19 digits (groups of 4 allowed) with a card prefix and a valid Luhn digit;
+- ``card``: 12 to 19 digits, compact or in the groupings issuers print (4-4-4-4, 4-4-4-4-3,
+  4-6-5, 4-6-4; spaces or dashes), in a range of an issuer (``_IIN_RANGES``: Visa,
+  Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro, Mir, RuPay, Verve, Troy and
+  others) with one of its lengths, and a valid Luhn digit (``stdnum.luhn``). The range table
+  is hand-written: no maintained library in our stack carries it;
 - ``iban``: a country code, two check digits and the account, valid modulo 97 (ISO 13616)
   with the country's length;
 - ``account``: a bank account or routing number after a context word (``account``, ``acct``,
@@ -35,6 +39,8 @@ specific kind (``KINDS`` order). Precision and recall on the labelled fixtures
 import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
+
+from stdnum import luhn as _luhn
 
 # Most specific first: the order breaks ties between spans of the same length.
 KINDS = {
@@ -64,16 +70,9 @@ class Entity(NamedTuple):
 
 
 def luhn_valid(digits: str) -> bool:
-    """Return whether a string of digits passes the Luhn check (ISO/IEC 7812-1)."""
-    if not digits.isdigit():
-        return False
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
+    """Return whether a string of digits passes the Luhn check (ISO/IEC 7812-1; python-stdnum's
+    ``stdnum.luhn``)."""
+    return digits.isdigit() and _luhn.is_valid(digits)
 
 
 IBAN_LENGTHS = {
@@ -242,10 +241,82 @@ _ADDRESS = re.compile(
 _PO_BOX = re.compile(r"\bP\.?\s?O\.?\s+Box\s+\d{1,7}\b", re.IGNORECASE)
 _CITY_ZIP = re.compile(r"\b(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s+[A-Z]{2}\.?\s+\d{5}(?:-\d{4})?\b")
 _UK_POSTCODE = re.compile(r"\b[A-PR-UWYZ][A-HK-Y]?\d[A-Z\d]?\s\d[ABD-HJLNP-UW-Z]{2}\b")
+# A run of digits written as a card number: compact, or groups joined by one kind of separator
+# (a space or a dash). Not inside a longer run: no digit, dash or decimal point right before, no
+# further group of the same run after (a 22-digit parcel number is not a card plus a tail), but
+# a date may follow (``4111 1111 1111 1111 05/27``).
 _CARD = re.compile(
-    r"(?<![\d-])(?:\d{4}[ -]){2,3}\d{3,4}(?:[ -]\d{1,3})?(?![\d-])|(?<!\d)\d{13,19}(?!\d)"
+    r"(?<![\w+./,:-])(?<!\d[ \u00a0-])\d{4,19}(?:([ \u00a0-])\d{1,6}(?:\1\d{1,6}){0,4})?"
+    r"(?![\w-]|[.,/:]\d|\1\d++(?![/.:]\d))"
 )
-_CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2[2-7]|3[47]|3[068]|6011|65|64[4-9]|35)")
+# Issuer identification number ranges: (first prefix, last prefix, lengths the scheme issues).
+# Hand-written from the schemes' published ranges (ISO/IEC 7812 IINs as the issuers and
+# the payment networks' own pages list them): no maintained library in our stack carries
+# the table (python-stdnum has the Luhn check but no issuer ranges).
+_IIN_RANGES = (
+    ("4", "4", (13, 16, 19)),  # Visa (Electron, V Pay)
+    ("51", "55", (16,)),  # Mastercard
+    ("2221", "2720", (16,)),  # Mastercard 2-series
+    ("34", "34", (15,)),  # American Express
+    ("37", "37", (15,)),
+    ("6011", "6011", (16, 17, 18, 19)),  # Discover
+    ("644", "649", (16, 17, 18, 19)),
+    ("65", "65", (16, 17, 18, 19)),  # Discover; RuPay and Troy issue in it too
+    ("622126", "622925", (16, 17, 18, 19)),  # Discover / China UnionPay co-branded
+    ("3528", "3589", (16, 17, 18, 19)),  # JCB
+    ("300", "305", (14, 15, 16, 17, 18, 19)),  # Diners Club (Carte Blanche)
+    ("3095", "3095", (14, 15, 16, 17, 18, 19)),  # Diners Club International
+    ("36", "36", (14, 15, 16, 17, 18, 19)),
+    ("38", "39", (14, 15, 16, 17, 18, 19)),
+    ("62", "62", (16, 17, 18, 19)),  # China UnionPay
+    ("5018", "5018", tuple(range(12, 20))),  # Maestro
+    ("5020", "5020", tuple(range(12, 20))),
+    ("5038", "5038", tuple(range(12, 20))),
+    ("5893", "5893", tuple(range(12, 20))),
+    ("6304", "6304", tuple(range(12, 20))),  # Maestro (and Ireland's Laser)
+    ("6759", "6759", tuple(range(12, 20))),  # Maestro UK
+    ("6761", "6763", tuple(range(12, 20))),
+    ("676770", "676770", tuple(range(12, 20))),
+    ("676774", "676774", tuple(range(12, 20))),
+    ("2200", "2204", (16, 17, 18, 19)),  # Mir
+    ("60", "60", (16,)),  # RuPay
+    ("81", "82", (16,)),
+    ("508", "508", (16,)),
+    ("353", "353", (16,)),
+    ("356", "356", (16,)),
+    ("506099", "506198", (16, 18, 19)),  # Verve
+    ("507865", "507964", (16, 18, 19)),
+    ("650002", "650027", (16, 18, 19)),
+    ("9792", "9792", (16,)),  # Troy
+    ("5019", "5019", (16,)),  # Dankort
+    ("636", "636", (16, 17, 18, 19)),  # InterPayment
+    ("637", "639", (16,)),  # InstaPayment
+    ("2205", "2205", (16,)),  # BORICA
+    ("9860", "9860", (16,)),  # Humo
+    ("8600", "8600", (16,)),  # UzCard
+)
+
+
+def _card_lengths(digits: str) -> set[int]:
+    """The lengths a card number starting with ``digits`` may have (empty: no issuer's range)."""
+    out: set[int] = set()
+    for first, last, lengths in _IIN_RANGES:
+        if first <= digits[: len(first)] <= last:
+            out.update(lengths)
+    return out
+
+
+def _card_grouping(groups: list[int]) -> bool:
+    """Whether digit groups are written as issuers print them: compact, fours (the last group
+    shorter: 4-4-4-4, 4-4-4-4-3, 4-4-4-1), 4-6-5 (American Express), 4-6-4 (Diners Club) or
+    4-3-3-3 (old 13-digit Visa)."""
+    if len(groups) == 1:
+        return True
+    if len(groups) >= 3 and all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4:
+        return True
+    return groups in ([4, 6, 5], [4, 6, 4], [4, 3, 3, 3])
+
+
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,3})?\b")
 _ACCOUNT = re.compile(
     r"\b(?:account|acct|a/c|routing|aba|bank\s+account)"
@@ -287,8 +358,14 @@ def _spans(pattern: re.Pattern, kind: str, text: str, group: str | int = 0):
 
 def _cards(text: str):
     for m in _CARD.finditer(text):
-        digits = re.sub(r"\D", "", m.group())
-        if 13 <= len(digits) <= 19 and _CARD_PREFIX.match(digits) and luhn_valid(digits):
+        groups = re.split(r"[ \u00a0-]", m.group())
+        digits = "".join(groups)
+        if (
+            12 <= len(digits) <= 19
+            and _card_grouping([len(g) for g in groups])
+            and len(digits) in _card_lengths(digits)
+            and luhn_valid(digits)
+        ):
             yield Entity("card", m.start(), m.end(), m.group())
 
 

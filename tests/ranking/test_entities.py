@@ -40,6 +40,63 @@ def test_a_card_number_must_pass_luhn_and_a_routing_number_the_aba_checksum():
     assert _kinds("routing 123456789") == []
 
 
+CARDS = [
+    "4526 0181 5908 3012",  # Visa, 4-4-4-4
+    "4661318609133",  # Visa, 13 digits
+    "4909 9603 0824 6281 946",  # Visa, 19 digits, 4-4-4-4-3
+    "5182-1993-5181-9098",  # Mastercard, dashes
+    "2221 1948 7574 9111",  # Mastercard 2-series, both ends of the range
+    "2720 8625 2760 1890",
+    "3449 746507 52919",  # American Express, 4-6-5
+    "3770-342366-71271",
+    "6011 6842 6846 5635",  # Discover
+    "6442 1223 3079 2446",
+    "6578 6666 1760 3136",
+    "6221 2672 1590 1096",  # Discover / UnionPay 622126-622925
+    "6011 6245 9571 1777 744",
+    "3528 1215 4728 0389",  # JCB 3528-3589
+    "3589528084148520",
+    "3007 500474 3957",  # Diners Club, 4-6-4
+    "38726516761224",
+    "3920 297299 7529",
+    "6234 8395 4862 0570",  # UnionPay
+    "62279180588871800",
+    "5018 3340 1877",  # Maestro, 12 digits
+    "6304 8017 5989 8340",  # Maestro / Laser
+    "6759 7887 8384 8372 62",  # Maestro UK, 18 digits
+    "2200 5058 7706 5898",  # Mir
+    "6042 6462 8897 5144",  # RuPay
+    "8141 7058 6492 0837",
+    "5060 9924 5040 0084",  # Verve
+    "650010433532650200",
+    "9792 1462 0168 4937",  # Troy
+    "5019 4072 2470 4556",  # Dankort
+]
+
+
+@pytest.mark.parametrize("number", CARDS)
+def test_a_card_of_every_issuer_is_found_in_its_grouping(number):
+    assert _kinds(f"Please charge {number}, exp 05/27.") == [("card", number)]
+    assert _kinds(f"card: {number} 05/27") == [("card", number)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The card 4526 0181 5908 3013 failed the check.",  # Luhn
+        "USPS 9400 1000 0000 0000 0000 00 and 9205 5900 1234 5678 9012 34",  # no card inside
+        "The IMEI is 35 209900 176148 1, or 490154203237518.",  # Luhn-valid, no issuer length
+        "ISBN 978-0-306-40615-7, EAN 9780306406157.",
+        "Serial 1234-5678-9012-3456 on the unit.",  # no issuer's range
+        "Order 2001-10-15-0001 is confirmed.",
+        "Card 4526 0181-5908 3012 with mixed separators.",  # not a grouping issuers print
+        "A total of 1.4526018159083012 units.",
+    ],
+)
+def test_digit_runs_that_are_not_cards_are_left_alone(text):
+    assert [k for k, _ in _kinds(text) if k == "card"] == []
+
+
 def test_social_security_numbers_skip_the_never_issued_areas():
     assert _kinds("SSN 123-45-6789.") == [("national_id", "123-45-6789")]
     assert _kinds("ticket 666-12-3456 and 900-12-3456") == []
