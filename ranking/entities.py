@@ -16,8 +16,9 @@ keeps it precise:
   Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro, Mir, RuPay, Verve, Troy and
   others) with one of its lengths, and a valid Luhn digit (``stdnum.luhn``). The range table
   is hand-written: no maintained library in our stack carries it;
-- ``iban``: a country code, two check digits and the account, valid modulo 97 (ISO 13616)
-  with the country's length;
+- ``iban``: a country code, two check digits and the account, compact or in groups of 4: a
+  country of the SWIFT IBAN registry with its length and BBAN structure, valid modulo 97
+  (``stdnum.iban`` and its copy of the registry);
 - ``account``: a bank account or routing number after a context word (``account``, ``acct``,
   ``a/c``, ``routing``, ``ABA``; a UK sort code alone names a branch, not a person); a
   9-digit number after ``routing``/``ABA`` must pass the ABA checksum;
@@ -40,7 +41,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from stdnum import iban as _iban
 from stdnum import luhn as _luhn
+from stdnum import numdb
 
 # Most specific first: the order breaks ties between spans of the same length.
 KINDS = {
@@ -75,25 +78,26 @@ def luhn_valid(digits: str) -> bool:
     return digits.isdigit() and _luhn.is_valid(digits)
 
 
-IBAN_LENGTHS = {
-    "AD": 24, "AT": 20, "BE": 16, "BG": 22, "CH": 21, "CY": 28, "CZ": 24, "DE": 22, "DK": 18,
-    "EE": 20, "ES": 24, "FI": 18, "FR": 27, "GB": 22, "GR": 27, "HR": 21, "HU": 28, "IE": 22,
-    "IS": 26, "IT": 27, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MT": 31, "NL": 18,
-    "NO": 15, "PL": 28, "PT": 25, "RO": 24, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "TR": 26,
-    "AE": 23, "SA": 24, "IL": 23, "QA": 29, "BR": 29, "MU": 30, "GI": 23,
-}  # fmt: skip
+def _iban_lengths() -> dict[str, int]:
+    """Each country's IBAN length, from python-stdnum's copy of the SWIFT IBAN registry: the
+    country code, the two check digits and the BBAN's fields (``4!a6!n8!n``: 4 + 18)."""
+    out = {}
+    for _length, country, _high, props, _children in numdb.get("iban").prefixes:
+        if "bban" in props:
+            out[country] = 4 + sum(int(n) for n in re.findall(r"(\d+)!", props["bban"]))
+    return out
+
+
+IBAN_LENGTHS = _iban_lengths()
 
 
 def iban_valid(iban: str) -> bool:
-    """Return whether an IBAN (spaces allowed) has its country's length and is valid mod 97."""
+    """Return whether an IBAN (spaces allowed) is valid: a country of the SWIFT registry, its
+    length and BBAN structure, and the ISO 7064 mod 97-10 check digits (``stdnum.iban``; the
+    national check digits inside some BBANs are not checked: a number written by hand from the
+    format is still found)."""
     s = re.sub(r"\s", "", iban).upper()
-    if len(s) < 15 or IBAN_LENGTHS.get(s[:2]) != len(s) or not s[2:4].isdigit():
-        return False
-    if not s.isalnum():
-        return False
-    moved = s[4:] + s[:4]
-    number = "".join(str(int(c, 36)) for c in moved)
-    return int(number) % 97 == 1
+    return s.isalnum() and _iban.is_valid(s, check_country=False)
 
 
 def aba_valid(digits: str) -> bool:
@@ -317,7 +321,9 @@ def _card_grouping(groups: list[int]) -> bool:
     return groups in ([4, 6, 5], [4, 6, 4], [4, 3, 3, 3])
 
 
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,3})?\b")
+# A country code, check digits and 11 to 30 letters or digits, compact or in groups (print form:
+# groups of 4, single spaces); ``_ibans`` cuts it at the country's length.
+_IBAN = re.compile(r"(?<![\w-])[A-Z]{2}\d{2}(?:[ \u00a0]?[A-Z0-9]){11,30}")
 _ACCOUNT = re.compile(
     r"\b(?:account|acct|a/c|routing|aba|bank\s+account)"
     r"(?:\s+(?:no|number|num|#))?\.?\s*(?:is|:|#|=)?\s*"
@@ -371,12 +377,22 @@ def _cards(text: str):
 
 def _ibans(text: str):
     for m in _IBAN.finditer(text):
-        # the pattern is greedy: try shorter tails too (the account may be followed by a word)
-        s = m.group()
-        for end in range(len(s), 14, -1):
-            if s[end - 1] != " " and iban_valid(s[:end]):
-                yield Entity("iban", m.start(), m.start() + end, s[:end])
-                break
+        # the match is greedy: keep the country's length of letters and digits (a word in
+        # capitals may follow), ending at a word boundary
+        length = IBAN_LENGTHS.get(m.group()[:2])
+        if length is None:
+            continue
+        seen, end = 0, m.start()
+        for i, ch in enumerate(m.group()):
+            if ch.isalnum():
+                seen += 1
+                if seen == length:
+                    end = m.start() + i + 1
+                    break
+        if seen < length or (end < len(text) and (text[end].isalnum() or text[end] == "-")):
+            continue
+        if iban_valid(text[m.start() : end]):
+            yield Entity("iban", m.start(), end, text[m.start() : end])
 
 
 def _accounts(text: str):

@@ -33,6 +33,50 @@ def test_iban_checks_the_country_length_and_mod_97():
     assert not entities.iban_valid("GB82 WEST 1234 5698 7654 3")  # too short for GB
 
 
+IBANS = [
+    "GB29 NWBK 6016 1331 9268 19",
+    "IE29AIBK93115212345678",
+    "NO93 8601 1117 947",  # the shortest, 15
+    "MT84 MALT 0110 0001 2345 MTLC AST0 01S",
+    "LC55 HEMM 0001 0001 0012 0012 0002 3015",  # 32
+    "SE45 5000 0000 0583 9825 7466",
+    "BR97 0036 0305 0000 1000 9795 493P 1",
+    "UA21 3223 1300 0002 6007 2335 6600 1",
+    "KZ86 125K ZT50 0410 0100",
+    "EG38 0019 0005 0000 0000 2631 8000 2",
+    "SC18 SSCB 1101 0000 0000 0000 1497 USD",
+    "ME25505000012345678951",
+    "SD21 2901 0501 2340 01",
+    "FO62 6460 0001 6316 34",
+]
+
+
+@pytest.mark.parametrize("iban", IBANS)
+def test_an_iban_of_any_registry_country_is_found_whole(iban):
+    assert entities.iban_valid(iban)
+    assert _kinds(f"Wire it to {iban} by Friday.") == [("iban", iban)]
+    assert _kinds(f"IBAN: {iban}. Thanks") == [("iban", iban)]
+
+
+def test_the_iban_lengths_come_from_the_registry():
+    assert entities.IBAN_LENGTHS["GB"] == 22 and entities.IBAN_LENGTHS["NO"] == 15
+    assert len(entities.IBAN_LENGTHS) >= 80  # the SWIFT registry, not a hand-kept subset
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The IBAN GB29 NWBK 6016 1331 9268 18 bounced.",  # check digits
+        "Our BIC is AIBKIE2D and the sort code 93-11-52.",
+        "VAT numbers IE6388047V, GB123456789 and DE123456789.",
+        "Part AB12 CD34 EF56 GH78 in the catalogue.",  # no such country
+        "Room NO12 3456 7890 for Oslo.",  # too short for Norway
+    ],
+)
+def test_strings_that_are_not_ibans_are_left_alone(text):
+    assert [k for k, _ in _kinds(text) if k == "iban"] == []
+
+
 def test_a_card_number_must_pass_luhn_and_a_routing_number_the_aba_checksum():
     assert _kinds("card 4111 1111 1111 1111 ok") == [("card", "4111 1111 1111 1111")]
     assert _kinds("card 4111 1111 1111 1112 ok") == []
