@@ -22,9 +22,11 @@ keeps it precise:
 - ``account``: a bank account or routing number after a context word (``account``, ``acct``,
   ``a/c``, ``routing``, ``ABA``; a UK sort code alone names a branch, not a person); a
   9-digit number after ``routing``/``ABA`` must pass the ABA checksum;
-- ``national_id``: a US social security number (``123-45-6789``, not the never-issued areas
-  000, 666 and 9xx, group 00 or serial 0000; a bare 9-digit run only after ``SSN``) and a UK
-  National Insurance number (with the excluded prefixes);
+- ``national_id``: a US social security number (``123-45-6789``; a bare 9-digit run only after
+  ``SSN``) that ``stdnum.us.ssn`` accepts (not the never-issued areas 000, 666 and 9xx, group 00,
+  serial 0000, nor the numbers printed in advertisements), a UK National Insurance number
+  (HMRC's prefix rules, hand-written: python-stdnum has no module for it) and an Irish PPS
+  number after ``PPS``/``PPSN``/``RSI`` with its check letter (``stdnum.ie.pps``);
 - ``dob``: a date after ``born``, ``DOB``, ``date of birth`` or ``birthday`` (only the date
   is the span);
 - ``health`` and ``financial``: terms of the lexicons below (``HEALTH``, ``FINANCIAL``),
@@ -44,6 +46,8 @@ from typing import NamedTuple
 from stdnum import iban as _iban
 from stdnum import luhn as _luhn
 from stdnum import numdb
+from stdnum.ie import pps as _pps
+from stdnum.us import ssn as _ssn
 
 # Most specific first: the order breaks ties between spans of the same length.
 KINDS = {
@@ -330,15 +334,28 @@ _ACCOUNT = re.compile(
     r"(?P<number>\d(?:[\d -]{4,20}\d)?)(?![\d-])",
     re.IGNORECASE,
 )
-_SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")
+# A US social security number as written (``123-45-6789``), or 9 digits (grouped by spaces or
+# not) after ``SSN`` or ``social security``; ``stdnum.us.ssn`` says whether it can be one.
+_SSN = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
 _SSN_BARE = re.compile(
     r"\b(?:ssn|social\s+security(?:\s+(?:no|number|#))?)\.?\s*(?:is|:|#)?\s*"
-    r"(?P<number>(?!000|666|9\d\d)\d{3}\s?(?!00)\d{2}\s?(?!0000)\d{4})(?!\d)",
+    r"(?P<number>\d{3}([ -]?)\d{2}\2\d{4})(?![\d-])",
     re.IGNORECASE,
 )
+# A UK National Insurance number: python-stdnum has no module for it, so HMRC's rules are
+# written here (first letter not D, F, I, Q, U, V; second not D, F, I, O, Q, U, V; the
+# prefixes BG, GB, KN, NK, NT, TN and ZZ never allocated; suffix A-D).
 _NINO = re.compile(
     r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
     r"\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b"
+)
+# An Irish Personal Public Service number (7 digits, a check letter, an optional second
+# letter) after ``PPS``, ``PPSN``, ``personal public service`` or ``RSI`` (its old name):
+# 8 or 9 characters alone are too common a shape; ``stdnum.ie.pps`` checks the letter.
+_PPS = re.compile(
+    r"\b(?:ppsn?|personal\s+public\s+service|rsi)(?:\s+(?:no|number|num|#))?\.?\s*"
+    r"(?:is|:|#|=)?\s*(?P<number>\d{7}\s?[A-W][ABHTWX]?)\b",
+    re.IGNORECASE,
 )
 _MONTHS = (
     r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
@@ -408,6 +425,16 @@ def _accounts(text: str):
         yield Entity("account", start, start + len(number), number)
 
 
+def _national_ids(text: str):
+    for e in [*_spans(_SSN, "", text), *_spans(_SSN_BARE, "", text, "number")]:
+        if _ssn.is_valid(re.sub(r"\D", "", e.text)):
+            yield e._replace(kind="national_id")
+    yield from _spans(_NINO, "national_id", text)
+    for e in _spans(_PPS, "", text, "number"):
+        if _pps.is_valid(e.text):
+            yield e._replace(kind="national_id")
+
+
 def recognise(text: str, lexicons: Mapping[str, Iterable[str]] | None = None) -> list[Entity]:
     """Return the sensitive entities of ``text``, in order, without overlaps.
 
@@ -419,9 +446,7 @@ def recognise(text: str, lexicons: Mapping[str, Iterable[str]] | None = None) ->
     found += _cards(text)
     found += _ibans(text)
     found += _accounts(text)
-    found += _spans(_SSN, "national_id", text)
-    found += _spans(_SSN_BARE, "national_id", text, "number")
-    found += _spans(_NINO, "national_id", text)
+    found += _national_ids(text)
     found += _spans(_EMAIL, "email", text)
     for pattern in (_PHONE_NA, _PHONE_INTL, _PHONE_UK):
         found += _spans(pattern, "phone", text)

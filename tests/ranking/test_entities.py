@@ -146,6 +146,40 @@ def test_social_security_numbers_skip_the_never_issued_areas():
     assert _kinds("ticket 666-12-3456 and 900-12-3456") == []
 
 
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("My SSN is 536-90-4399 for the form.", "536-90-4399"),
+        ("SSN 123456789, keep it safe.", "123456789"),
+        ("Her social security no. is 078 05 1121.", "078 05 1121"),
+        ("His NI number is AB 12 34 56 C.", "AB 12 34 56 C"),
+        ("National Insurance: JG103724A.", "JG103724A"),
+        ("Her PPS number is 7808820F.", "7808820F"),
+        ("PPSN: 3139221DA for Revenue.", "3139221DA"),
+        ("My PPS No. is 4480013B.", "4480013B"),
+        ("Personal Public Service Number 4099783NA.", "4099783NA"),
+    ],
+)
+def test_national_identifiers_are_found_with_their_checks(text, number):
+    assert _kinds(text) == [("national_id", number)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The wallet number 078-05-1120 is a famous fake.",  # stdnum's list of advertised SSNs
+        "Batch 000-12-3456 and batch 123-00-4567 are labels.",
+        "SSN 123-45-0000 is not a number.",
+        "The HMRC example QQ 12 34 56 C is not a real NI number.",
+        "VAT is GB 12 34 56 A on the invoice.",
+        "PPS number 7808820E has a wrong check letter.",
+        "The part code 7808820F is in the catalogue.",  # no PPS without its context word
+    ],
+)
+def test_look_alikes_of_national_identifiers_are_left_alone(text):
+    assert [k for k, _ in _kinds(text) if k == "national_id"] == []
+
+
 def test_an_international_number_is_one_span_subscriber_part_included():
     # Fresh-eye finding on the demo: only "+353 21" was offered, so a redaction accepted as
     # suggested left the subscriber's digits readable and searchable.
