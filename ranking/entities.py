@@ -5,7 +5,9 @@ pattern recognisers, and scrubadub is not installed and pulls models for names. 
 our own rules, written for correspondence (US and UK formats first), each with the check that
 keeps it precise:
 
-- ``email``: an address (RFC 5322's usual subset);
+- ``email``: an address as RFC 5322 writes it (dot-atom: every atext character, letters of any
+  script; domains with hyphens, IDN or punycode, long top-level domains), hand-written: the
+  libraries check a given string, none finds addresses in running text;
 - ``phone``: North American numbers (``713-853-1234``, ``(713) 853 1234``, ``+1 713...``) and
   international ones written with ``+`` and a country code, or a UK ``0``-trunk number; a run
   of digits that is a card or an account is not also a phone;
@@ -224,8 +226,18 @@ _FINANCIAL = lexicon_pattern(FINANCIAL_TERMS)
 
 # --- patterns ------------------------------------------------------------------------------
 
+# An address as RFC 5322 writes it outside quotes (a dot-atom): the local part's atext is letters,
+# digits and ! # $ % & ' * + - / = ? ^ _ ` { | } ~ (letters of any script, as RFC 6531 allows);
+# the domain's labels are letters, digits and inner hyphens (an IDN as itself or as punycode),
+# the last one letters (any length) or punycode. A trailing full stop ends the sentence, not the
+# domain. Hand-written: the libraries (email-validator, stdnum) check a given string, none
+# finds addresses in running text.
+_ATEXT = r"[\w!#$%&'*+/=?^`{|}~-]"
+_LABEL = r"[^\W_](?:[\w-]*[^\W_])?"
 _EMAIL = re.compile(
-    r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+    rf"(?<![\w.]){_ATEXT}+(?:\.{_ATEXT}+)*"
+    rf"@(?:{_LABEL}\.)+(?:xn--[a-z0-9-]+|[^\W\d_]{{2,63}})(?!\w|-[\w-])",
+    re.IGNORECASE,
 )
 _PHONE_NA = re.compile(
     r"(?<![\w+-])(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])"
@@ -425,6 +437,25 @@ def _accounts(text: str):
         yield Entity("account", start, start + len(number), number)
 
 
+def _emails(text: str):
+    if "@" not in text:
+        return
+    for m in _EMAIL.finditer(text):
+        start = m.start()
+        local = text[start : text.index("@", start)]
+        if re.search(r"[?&][^?&=]*=", local):
+            # a link's query (http://host/p?to=ann@example.com, &email=ann@...): the address
+            # is the value after it
+            start += re.search(r"[^?&=]*$", local).start()
+        elif "/" in local and (text[start - 1 : start] == ":" or "." in local.rsplit("/", 1)[0]):
+            # a link's path (http://host/archive/ann@example.com): the last segment
+            start += local.rindex("/") + 1
+        while text[start] in "'`|/":  # quotes, a table's bar, a link's slashes
+            start += 1
+        if any(c.isalnum() for c in text[start : text.index("@", start)]):  # not *@isp.com
+            yield Entity("email", start, m.end(), text[start : m.end()])
+
+
 def _national_ids(text: str):
     for e in [*_spans(_SSN, "", text), *_spans(_SSN_BARE, "", text, "number")]:
         if _ssn.is_valid(re.sub(r"\D", "", e.text)):
@@ -447,7 +478,7 @@ def recognise(text: str, lexicons: Mapping[str, Iterable[str]] | None = None) ->
     found += _ibans(text)
     found += _accounts(text)
     found += _national_ids(text)
-    found += _spans(_EMAIL, "email", text)
+    found += _emails(text)
     for pattern in (_PHONE_NA, _PHONE_INTL, _PHONE_UK):
         found += _spans(pattern, "phone", text)
     found += _spans(_DOB, "dob", text, "date")

@@ -190,6 +190,67 @@ def test_an_international_number_is_one_span_subscriber_part_included():
     assert _kinds("Berlin: +49 30 12345678.") == [("phone", "+49 30 12345678")]
 
 
+@pytest.mark.parametrize(
+    "address",
+    [
+        "o'brien@example.ie",
+        "first.last+tag@sub.example.co.uk",
+        "j.doe@xn--mller-kva.de",  # punycode
+        "anna@müller.de",  # an IDN as itself
+        "ops@company.technology",  # a long top-level domain
+        "a#b@example.com",
+        "tom&jerry@example.net",
+        "user/dept@example.org",
+        "~sysadmin@example.org",
+        "x!y@example.org",
+        "me=you@example.com",
+        "100%real@example.com",
+        "{list}@example.org",
+        "jane*doe@example.com",
+        "b^c@example.com",
+        "first.m.last@dept.example-company.com",
+    ],
+)
+def test_an_address_using_any_atext_character_is_found_whole(address):
+    assert _kinds(f"Write to {address}.") == [("email", address)]
+    assert _kinds(f"<{address}>, '{address}'") == [("email", address)] * 2
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        ("See http://lists.example.com/x?user=ann@example.com today", "ann@example.com"),
+        ("unsubscribe.asp?sid= 12535&email=ann01@example.com>", "ann01@example.com"),
+        ("http://www.mail-archive.com/crypto@example.com/msg02554.html", "crypto@example.com"),
+        ("mailto:ann@example.com.", "ann@example.com"),
+        ("|devel@lists.example.net |", "devel@lists.example.net"),
+        # found whole, as RFC 5322 allows (a VERP bounce address)
+        ("From: list-bounces+ann=oz.net@example.org", "list-bounces+ann=oz.net@example.org"),
+    ],
+)
+def test_an_address_in_a_link_or_a_table_is_the_address_alone(text, address):
+    assert _kinds(text) == [("email", address)]
+
+
+def test_addresses_joined_by_a_bar_are_both_found():
+    found = _kinds("set to editor@example.com|apps@example.com now")
+    assert found == [("email", "editor@example.com"), ("email", "apps@example.com")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Follow @enron_news on the site.",
+        "The version is 1.2@build3 on staging.",
+        "Send it to john..doe@example.com (a typo).",
+        "Part image001.png@01C8AB12.34567890 of the message.",
+        'whitelist_from *@example.com, "*@isp.com"',  # a pattern, not an address
+    ],
+)
+def test_strings_that_are_not_addresses_are_left_alone(text):
+    assert [k for k, _ in _kinds(text) if k == "email"] == []
+
+
 def test_a_date_is_a_date_of_birth_only_after_words_that_say_so():
     assert _kinds("born on March 3, 1958 in Omaha") == [("dob", "March 3, 1958")]
     assert _kinds("meeting on March 3, 2001") == []
