@@ -8,9 +8,15 @@ keeps it precise:
 - ``email``: an address as RFC 5322 writes it (dot-atom: every atext character, letters of any
   script; domains with hyphens, IDN or punycode, long top-level domains), hand-written: the
   libraries check a given string, none finds addresses in running text;
-- ``phone``: North American numbers (``713-853-1234``, ``(713) 853 1234``, ``+1 713...``) and
-  international ones written with ``+`` and a country code, or a UK ``0``-trunk number; a run
-  of digits that is a card or an account is not also a phone;
+- ``phone``: what Google's libphonenumber (``phonenumbers.PhoneNumberMatcher``, leniency VALID)
+  finds in runs of 8 or more digits: any country's number with ``+``, ``00`` or ``011`` and
+  its country code, a national number of the US or, with its trunk ``0``, of the regions
+  ``PHONE_NATIONAL_REGIONS`` (GB, IE, DE, FR, NL, BE, AT, SE); parentheses, slashes, a trunk
+  prefix in parentheses (``+44 (0)20 ...``), extensions (``x123``, ``ext. 45``). The span is
+  the number as written with its extension. Not a phone: a number after a word naming another
+  identifier (ISBN, order, invoice, case, ticket, tracking...), a date, a time, a decimal, an
+  IP address, a part of a link or host name, the digits inside a card, an IBAN or a UPS
+  parcel number;
 - ``address``: a street address (number, one to four capitalised words, a street type, with
   an optional suite and ``City, ST 12345``), a ``P.O. Box``, or a UK postcode;
 - ``card``: 12 to 19 digits, compact or in the groupings issuers print (4-4-4-4, 4-4-4-4-3,
@@ -41,10 +47,12 @@ specific kind (``KINDS`` order). Precision and recall on the labelled fixtures
 (``tests/fixtures/entities.txt``) are in ``docs/redaction.md``.
 """
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+import phonenumbers
 from stdnum import iban as _iban
 from stdnum import luhn as _luhn
 from stdnum import numdb
@@ -239,15 +247,6 @@ _EMAIL = re.compile(
     rf"@(?:{_LABEL}\.)+(?:xn--[a-z0-9-]+|[^\W\d_]{{2,63}})(?!\w|-[\w-])",
     re.IGNORECASE,
 )
-_PHONE_NA = re.compile(
-    r"(?<![\w+-])(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])"
-    r"(?:\s*(?:x|ext\.?|extension)\s*\d{1,5})?",
-    re.IGNORECASE,
-)
-_PHONE_INTL = re.compile(
-    r"(?<![\w+])\+(?:[2-9]\d{0,2})[\s.-]?(?:\(0\)\s?)?\d{1,4}(?:[\s.-]\d{2,8}){1,4}(?!\w)"
-)
-_PHONE_UK = re.compile(r"(?<![\w+])0\d{2,4}\s\d{3,4}\s?\d{3,4}(?!\w)")
 _STREET_TYPES = (
     r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|"
     r"Parkway|Pkwy|Highway|Hwy|Terrace|Circle|Cir|Square|Sq|Trail|Crescent|Close|Row|Gardens"
@@ -386,6 +385,122 @@ _DOB = re.compile(
 )
 
 
+# --- phones --------------------------------------------------------------------------------
+
+# Where libphonenumber's matcher (``phonenumbers.PhoneNumberMatcher``) looks: runs of at least 8
+# digits joined by phone punctuation (spaces, dots, dashes, slashes, parentheses), starting
+# with ``+``, ``(`` or a digit that does not continue a number, a date or a decimal. The matcher
+# is pure Python and slow (0.05-0.2 ms a call): it reads only these windows, and only for the
+# regions a run's first digits allow.
+_PHONE_RUN = re.compile(
+    r"(?<![\w+/=&?-])(?<!\d[.,:])[+(]?\d(?:[ \t\u00a0]?[().\-/]{0,2}[ \t\u00a0]?\d)+"
+)
+_PHONE_EXTENSION = re.compile(
+    r"[ \t\u00a0]*,?[ \t\u00a0]*(?:x|ext\.?|extn\.?|extension)[ \t\u00a0]*\d{1,6}(?!\w)",
+    re.IGNORECASE,
+)
+# Numbers written nationally, with their trunk prefix 0, are read as numbers of these regions,
+# in this order (GB first: it also reads 00-prefixed international numbers; the US reads 011).
+# Decided by measurement on entities_dev.txt (docs/redaction.md): the EU countries whose
+# national numbers start with the trunk 0 and are written that way in correspondence.
+# Countries without a trunk prefix (Spain, Poland, Denmark, Greece...) are found only with
+# their country code: their 8-9 bare digits are any number's shape.
+PHONE_NATIONAL_REGIONS = ("GB", "IE", "DE", "FR", "NL", "BE", "AT", "SE")
+_PHONE_MIN_DIGITS = 8
+# A number after one of these words is an identifier of another kind, whatever its shape.
+_NOT_PHONE_BEFORE = re.compile(
+    r"(?:\b(?:isbn(?:-1[03])?|issn|order|invoice|inv|case|docket|ticket|tracking|po|lot|"
+    r"serial|s/n|sn|patent|ref|reference|deal|build|version|ver|release|id|imei|isin|"
+    r"account|acct)\b\.?(?:\s*(?:no|number|num|nr)\b\.?)?\s*(?:[:#=]\s*)?)$",
+    re.IGNORECASE,
+)
+
+
+# Shapes libphonenumber may read as a number but people write for something else: a date
+# (01.11.2001; the matcher already skips 01/11/2001), an SSN's 3-2-4 groups, an IP address.
+_NOT_PHONE_SHAPE = re.compile(
+    r"\d{1,2}([./-])\d{1,2}\1\d{2,4}|\d{4}([./-])\d{1,2}\2\d{1,2}|\d{3}-\d{2}-\d{4}"
+    r"|\d{1,3}(?:\.\d{1,3}){3}"
+)
+# Around a number: a date before it (Aug 02 2002 12:00), a time, a decimal, a host name's or a
+# link's next part after it (port-216-3073879-ds200, /detail/-/0596003161/, ck=3694270848&tab=)
+_NOT_PHONE_AFTER = re.compile(r"[-_][^\W_]|[/&=][^\W_]|[:.,]\d")
+# ... or the part of a decimal or a dotted name before it (p = 0.0462364, laura.01001010.net).
+_NOT_PHONE_BEFORE_CHARS = re.compile(r"[^\W_][.,]$")
+_NOT_PHONE_MONTH_BEFORE = re.compile(rf"\b(?:{_MONTHS})\.?[ \t]*$", re.IGNORECASE)
+# A list of decimals (load 0.10 0.11 0.10; DJIA 8542.48 69.37): a decimal point and a space.
+_DECIMALS = re.compile(r"\d\.\d.*\d\s+\(?\d|\d\s+\(?\d.*\d\.\d")
+# A UPS parcel number (1Z, then 16 letters or digits, often grouped): its digits are no phone.
+_UPS = re.compile(r"\b1Z ?[0-9A-Z]{3} ?[0-9A-Z]{3} ?[0-9A-Z]{2} ?[0-9A-Z]{4} ?[0-9A-Z]{4}\b")
+
+
+def _phone_regions(run: str) -> tuple[str, ...]:
+    """The regions whose numbering plan can read a run of digits, most likely first."""
+    if run.startswith("+"):
+        # international: the region only names the 00 prefix; a national number may follow
+        # in the same run (+46 8 123 456 78 (08-123 456 78))
+        return PHONE_NATIONAL_REGIONS
+    digits = run.lstrip("(")
+    if digits.startswith("011") and sum(c.isdigit() for c in run) >= 12:
+        return ("US", *PHONE_NATIONAL_REGIONS)
+    if digits.startswith("0"):
+        return PHONE_NATIONAL_REGIONS
+    if digits.startswith("1"):
+        return ("US", "IE")  # 1-800-..., Ireland's 1800/1850 numbers
+    return ("US",)
+
+
+@functools.lru_cache(maxsize=8192)
+def _phone_matches(window: str, regions: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """The numbers libphonenumber finds valid in ``window``, as spans: each region in turn,
+    a later region's numbers only where an earlier one found none. Cached: signatures and
+    quoted replies repeat the same numbers through an archive."""
+    found: list[tuple[int, int]] = []
+    digits = sum(c.isdigit() for c in window)
+    for region in regions:
+        for m in phonenumbers.PhoneNumberMatcher(window, region, phonenumbers.Leniency.VALID):
+            start, end = m.start, m.end
+            if window[start] == "(" and ")" not in window[start:end]:
+                start += 1  # an opening parenthesis the number does not close
+            while window[start] == "[":  # brackets around it: [62.226.214.36]
+                start += 1
+            while window[end - 1] == "]":
+                end -= 1
+            if _NOT_PHONE_SHAPE.fullmatch(window, start, end):
+                continue
+            if not any(start < e and s < end for s, e in found):
+                found.append((start, end))
+        if sum(sum(c.isdigit() for c in window[s:e]) for s, e in found) == digits:
+            break  # every digit is read: the other regions have nothing left to find
+    return tuple(found)
+
+
+def _phones(text: str, taken: list[tuple[int, int]]):
+    """Phone numbers in ``text``: the whole number as written (``+`` or ``00``/``011`` and the
+    country code, a trunk prefix in parentheses) and an extension written right after it."""
+    for m in _PHONE_RUN.finditer(text):
+        run = m.group()
+        if sum(c.isdigit() for c in run) < _PHONE_MIN_DIGITS:
+            continue
+        if any(s <= m.start() and m.end() <= e for s, e in taken):
+            continue  # inside a card number, an IBAN or a parcel number
+        lo = max(0, m.start() - 1)
+        hi = m.end()
+        if ext := _PHONE_EXTENSION.match(text, hi):
+            hi = ext.end()
+        for start, end in _phone_matches(text[lo : hi + 1], _phone_regions(run)):
+            start, end = lo + start, lo + end
+            if (
+                _NOT_PHONE_BEFORE.search(text, max(0, start - 30), start)
+                or _NOT_PHONE_MONTH_BEFORE.search(text, max(0, start - 12), start)
+                or _NOT_PHONE_AFTER.match(text, end)
+                or _NOT_PHONE_BEFORE_CHARS.search(text, max(0, start - 2), start)
+                or _DECIMALS.search(text, start, end)
+            ):
+                continue
+            yield Entity("phone", start, end, text[start:end])
+
+
 def _spans(pattern: re.Pattern, kind: str, text: str, group: str | int = 0):
     for m in pattern.finditer(text):
         yield Entity(kind, m.start(group), m.end(group), m.group(group))
@@ -479,8 +594,8 @@ def recognise(text: str, lexicons: Mapping[str, Iterable[str]] | None = None) ->
     found += _accounts(text)
     found += _national_ids(text)
     found += _emails(text)
-    for pattern in (_PHONE_NA, _PHONE_INTL, _PHONE_UK):
-        found += _spans(pattern, "phone", text)
+    taken = [(e.start, e.end) for e in found if e.kind in ("card", "iban")]
+    found += _phones(text, taken + [m.span() for m in _UPS.finditer(text)])
     found += _spans(_DOB, "dob", text, "date")
     for pattern in (_ADDRESS, _PO_BOX, _CITY_ZIP, _UK_POSTCODE):
         found += _spans(pattern, "address", text)

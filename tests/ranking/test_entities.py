@@ -251,6 +251,95 @@ def test_strings_that_are_not_addresses_are_left_alone(text):
     assert [k for k, _ in _kinds(text) if k == "email"] == []
 
 
+PHONES = [
+    # US: parentheses, dots, +1 and 1-, 011 out of the US, extensions
+    "(617) 253-1000",
+    "617.253.1000",
+    "+1 212 555 0123",
+    "1 (800) 642-7676",
+    "1-713-853-5620",
+    "713/853-5620",
+    "011 353 1 234 5678",
+    "713-853-5620 x123",
+    "(212) 555-7788 ext. 45",
+    "713 853 3848 ext 4567",
+    "+1 713 853 6062 extension 12",
+    # GB: a trunk prefix in parentheses, 00, an area code in parentheses, mobiles
+    "+44 (0)20 7946 0958",
+    "0044 131 496 0000",
+    "(0117) 496 0123",
+    "07911 123456",
+    "01223 336000",
+    # IE: short area codes, 00353, mobiles, freephone
+    "(01) 671 1234",
+    "+353 (0)1 671 1234",
+    "00353 87 234 5678",
+    "021 427 1234",
+    "091 524411",
+    "1800 123 456",
+    # EU, with the country code and nationally with a trunk 0 (slashes, dashes)
+    "+49 (0)30 1234 5678",
+    "089/1234567",
+    "0049 69 12345678",
+    "+33 1 42 68 53 00",
+    "01 42 68 53 00",
+    "020-555 1234",
+    "02/512 34 56",
+    "01/534 00 00",
+    "08-123 456 78",
+    "+39 06 6988 1234",
+    "+34 912 345 678",
+    "+48 22 123 45 67",
+    "+420 212 345 678",
+    "+372 612 3456",
+]
+
+
+@pytest.mark.parametrize("number", PHONES)
+def test_a_phone_number_is_found_whole_as_written(number):
+    assert _kinds(f"Call me on {number} tomorrow.") == [("phone", number)]
+    assert _kinds(f"Tel.: {number}. Fax: none") == [("phone", number)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ISBN 978-0-306-40615-7 and ISBN 0-306-40615-2, EAN 9780306406157.",
+        "USPS 9400 1000 0000 0000 0000 00; UPS 1Z 999 AA1 01 2345 6784; FedEx 7489 1234 5678.",
+        "Order # 1002-3344-5566, invoice 100234567, PO 4500012345, ticket 34567890.",
+        "Case No. 01-12345-H, docket 4:01-cv-03624, case 02-10-5533.",
+        "Meeting on 10/12/2001 from 10:30 to 11:45; deadline 2001-10-15; 01.11.2001.",
+        "Published: Aug 02 2002 12:00AM.",
+        "Server 192.168.100.200, gateway [62.226.214.36], DNS 208.67.222.222.",
+        "Kernel 2.4.18-14, build 5.0.2195.6717, load 0.10 0.11 0.10.",
+        "It cost $1,234,567.89, or EUR 2.345.678,00; the Dow at 8542.48 69.37.",
+        "The zip code is 77002-1234; p = 0.0462364; unix time 1003145678.",
+        "Serial numbers 123-456-7890 to 123-456-7899 are reserved.",
+        "HELO port-216-3073879-ds200.example.net",
+        "http://example.com/detail/-/0596003161/ref and ?item=2057697313&x=1",
+        "The wallet number 078-05-1120 is a famous fake.",
+    ],
+)
+def test_look_alikes_of_phone_numbers_are_left_alone(text):
+    assert [t for k, t in _kinds(text) if k == "phone"] == []
+
+
+@pytest.mark.parametrize(
+    "iban",
+    ["SE45 5000 0000 0583 9825 7466", "LB62 0999 0000 0001 0019 0122 9114", "NO9386011117947"],
+)
+def test_an_iban_wins_over_a_phone_reading_of_its_digits(iban):
+    assert _kinds(f"Account {iban}, thanks") == [("iban", iban)]
+
+
+def test_the_phone_matcher_reads_only_runs_of_digits():
+    entities._phone_matches.cache_clear()
+    recognise("Call on Monday 10:30 about order 12 and the 2001 plan.\n" * 50)
+    assert entities._phone_matches.cache_info().misses == 0
+    recognise("Call 617-253-1000, or 617-253-1000, today")  # the same window: read once
+    assert entities._phone_matches.cache_info().hits == 1
+
+
 def test_a_date_is_a_date_of_birth_only_after_words_that_say_so():
     assert _kinds("born on March 3, 1958 in Omaha") == [("dob", "March 3, 1958")]
     assert _kinds("meeting on March 3, 2001") == []
