@@ -242,24 +242,25 @@ _FINANCIAL = lexicon_pattern(FINANCIAL_TERMS)
 # finds addresses in running text.
 _ATEXT = r"[\w!#$%&'*+/=?^`{|}~-]"
 _LABEL = r"[^\W_](?:[\w-]*[^\W_])?"
-_EMAIL = re.compile(
-    rf"(?<![\w.]){_ATEXT}+(?:\.{_ATEXT}+)*"
-    rf"@(?:{_LABEL}\.)+(?:xn--[a-z0-9-]+|[^\W\d_]{{2,63}})(?!\w|-[\w-])",
-    re.IGNORECASE,
+# Read from each "@" (scanning every position for a local part costs more than the rest of the
+# address recogniser): the local part ending there, the domain starting after it.
+_EMAIL_LOCAL = re.compile(rf"(?<![\w.]){_ATEXT}+(?:\.{_ATEXT}+)*\Z")
+_EMAIL_DOMAIN = re.compile(
+    rf"(?:{_LABEL}\.)+(?:xn--[a-z0-9-]+|[^\W\d_]{{2,63}})(?!\w|-[\w-])", re.IGNORECASE
 )
 _STREET_TYPES = (
     r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|"
     r"Parkway|Pkwy|Highway|Hwy|Terrace|Circle|Cir|Square|Sq|Trail|Crescent|Close|Row|Gardens"
 )
 _ADDRESS = re.compile(
-    rf"(?<![\w-])\d{{1,6}}\s+(?:(?:[NSEW]|North|South|East|West)\.?\s+)?"
+    rf"\d(?<![\w-]\d)\d{{0,5}}\s+(?:(?:[NSEW]|North|South|East|West)\.?\s+)?"
     rf"(?:[A-Z][a-z]+\.?\s+|\d+(?:st|nd|rd|th)\s+){{1,4}}(?:{_STREET_TYPES})\b\.?"
     r"(?:,?\s+(?:Suite|Ste\.?|Apt\.?|Apartment|Floor|Unit|#)\s*[\w-]+)?"
     r"(?:,?\s+(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s+[A-Z]{2}\.?\s+\d{5}(?:-\d{4})?)?"
 )
 _PO_BOX = re.compile(r"\bP\.?\s?O\.?\s+Box\s+\d{1,7}\b", re.IGNORECASE)
 _CITY_ZIP = re.compile(r"\b(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s+[A-Z]{2}\.?\s+\d{5}(?:-\d{4})?\b")
-_UK_POSTCODE = re.compile(r"\b[A-PR-UWYZ][A-HK-Y]?\d[A-Z\d]?\s\d[ABD-HJLNP-UW-Z]{2}\b")
+_UK_POSTCODE = re.compile(r"[A-PR-UWYZ](?<!\w\w)[A-HK-Y]?\d[A-Z\d]?\s\d[ABD-HJLNP-UW-Z]{2}\b")
 # A run of digits written as a card number: compact, or groups joined by one kind of separator
 # (a space or a dash). Not inside a longer run: no digit, dash or decimal point right before, no
 # further group of the same run after (a 22-digit parcel number is not a card plus a tail), but
@@ -347,7 +348,7 @@ _ACCOUNT = re.compile(
 )
 # A US social security number as written (``123-45-6789``), or 9 digits (grouped by spaces or
 # not) after ``SSN`` or ``social security``; ``stdnum.us.ssn`` says whether it can be one.
-_SSN = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
+_SSN = re.compile(r"\d(?<![\d-]\d)\d{2}-\d{2}-\d{4}(?![\d-])")
 _SSN_BARE = re.compile(
     r"\b(?:ssn|social\s+security(?:\s+(?:no|number|#))?)\.?\s*(?:is|:|#)?\s*"
     r"(?P<number>\d{3}([ -]?)\d{2}\2\d{4})(?![\d-])",
@@ -357,7 +358,7 @@ _SSN_BARE = re.compile(
 # written here (first letter not D, F, I, Q, U, V; second not D, F, I, O, Q, U, V; the
 # prefixes BG, GB, KN, NK, NT, TN and ZZ never allocated; suffix A-D).
 _NINO = re.compile(
-    r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+    r"[A-CEGHJ-PR-TW-Z](?<!\w\w)[A-CEGHJ-NPR-TW-Z](?<!BG|GB|NK|KN|TN|NT|ZZ)"
     r"\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b"
 )
 # An Irish Personal Public Service number (7 digits, a check letter, an optional second
@@ -539,7 +540,21 @@ def _ibans(text: str):
             yield Entity("iban", m.start(), end, text[m.start() : end])
 
 
-def _accounts(text: str):
+# The context words the patterns after words need, for a cheap test before the pattern runs
+# (a pattern that starts with a word boundary tries every position of the text).
+_ACCOUNT_WORDS = ("account", "acct", "a/c", "routing", "aba")
+_SSN_WORDS = ("ssn", "social")
+_PPS_WORDS = ("pps", "rsi", "personal")
+_DOB_WORDS = ("born", "birth", "dob", "d.o", "do.b")
+
+
+def _mentions(low: str, words: tuple[str, ...]) -> bool:
+    return any(w in low for w in words)
+
+
+def _accounts(text: str, low: str):
+    if not _mentions(low, _ACCOUNT_WORDS):
+        return
     for m in _ACCOUNT.finditer(text):
         number = m.group("number").rstrip(" -")
         digits = re.sub(r"\D", "", number)
@@ -552,11 +567,20 @@ def _accounts(text: str):
         yield Entity("account", start, start + len(number), number)
 
 
+def _email_spans(text: str):
+    """The spans of the dot-atom addresses of ``text``, left to right, not overlapping."""
+    done, at = 0, text.find("@")
+    while at != -1:
+        domain = _EMAIL_DOMAIN.match(text, at + 1)
+        local = domain and _EMAIL_LOCAL.search(text, max(done, at - 256), at)
+        if local:
+            yield local.start(), domain.end()
+            done = domain.end()
+        at = text.find("@", max(done, at + 1))
+
+
 def _emails(text: str):
-    if "@" not in text:
-        return
-    for m in _EMAIL.finditer(text):
-        start = m.start()
+    for start, end in _email_spans(text):
         local = text[start : text.index("@", start)]
         if re.search(r"[?&][^?&=]*=", local):
             # a link's query (http://host/p?to=ann@example.com, &email=ann@...): the address
@@ -568,17 +592,56 @@ def _emails(text: str):
         while text[start] in "'`|/":  # quotes, a table's bar, a link's slashes
             start += 1
         if any(c.isalnum() for c in text[start : text.index("@", start)]):  # not *@isp.com
-            yield Entity("email", start, m.end(), text[start : m.end()])
+            yield Entity("email", start, end, text[start:end])
 
 
-def _national_ids(text: str):
-    for e in [*_spans(_SSN, "", text), *_spans(_SSN_BARE, "", text, "number")]:
+def _national_ids(text: str, low: str):
+    ssns = list(_spans(_SSN, "", text))
+    if _mentions(low, _SSN_WORDS):
+        ssns += _spans(_SSN_BARE, "", text, "number")
+    for e in ssns:
         if _ssn.is_valid(re.sub(r"\D", "", e.text)):
             yield e._replace(kind="national_id")
     yield from _spans(_NINO, "national_id", text)
-    for e in _spans(_PPS, "", text, "number"):
-        if _pps.is_valid(e.text):
-            yield e._replace(kind="national_id")
+    if _mentions(low, _PPS_WORDS):
+        for e in _spans(_PPS, "", text, "number"):
+            if _pps.is_valid(e.text):
+                yield e._replace(kind="national_id")
+
+
+def _personal_data(text: str) -> list[Entity]:
+    """Every claim of the personal-data recognisers on ``text``, overlaps not yet resolved."""
+    low = text.lower()
+    found: list[Entity] = []
+    found += _cards(text)
+    found += _ibans(text)
+    found += _accounts(text, low)
+    found += _national_ids(text, low)
+    found += _emails(text)
+    taken = [(e.start, e.end) for e in found if e.kind in ("card", "iban")]
+    if "1z" in low:
+        taken += [m.span() for m in _UPS.finditer(text)]
+    found += _phones(text, taken)
+    if _mentions(low, _DOB_WORDS):
+        found += _spans(_DOB, "dob", text, "date")
+    for pattern in (_ADDRESS, _PO_BOX, _CITY_ZIP, _UK_POSTCODE):
+        found += _spans(pattern, "address", text)
+    found += _spans(_HEALTH, "health", text)
+    found += _spans(_FINANCIAL, "financial", text)
+    return found
+
+
+def _persona_terms(text: str, patterns: Mapping[str, re.Pattern]) -> list[Entity]:
+    return [
+        e._replace(kind="persona", label=name)
+        for name, pattern in patterns.items()
+        for e in _spans(pattern, "", text)
+    ]
+
+
+def _lexicon_patterns(lexicons: Mapping[str, Iterable[str]] | None) -> dict[str, re.Pattern]:
+    patterns = {name: lexicon_pattern(terms) for name, terms in (lexicons or {}).items()}
+    return {name: pattern for name, pattern in patterns.items() if pattern is not None}
 
 
 def recognise(text: str, lexicons: Mapping[str, Iterable[str]] | None = None) -> list[Entity]:
@@ -588,24 +651,8 @@ def recognise(text: str, lexicons: Mapping[str, Iterable[str]] | None = None) ->
     with the lexicon's name as ``label``)."""
     if not text:
         return []
-    found: list[Entity] = []
-    found += _cards(text)
-    found += _ibans(text)
-    found += _accounts(text)
-    found += _national_ids(text)
-    found += _emails(text)
-    taken = [(e.start, e.end) for e in found if e.kind in ("card", "iban")]
-    found += _phones(text, taken + [m.span() for m in _UPS.finditer(text)])
-    found += _spans(_DOB, "dob", text, "date")
-    for pattern in (_ADDRESS, _PO_BOX, _CITY_ZIP, _UK_POSTCODE):
-        found += _spans(pattern, "address", text)
-    found += _spans(_HEALTH, "health", text)
-    found += _spans(_FINANCIAL, "financial", text)
-    for name, terms in (lexicons or {}).items():
-        pattern = lexicon_pattern(terms)
-        if pattern is not None:
-            found += [e._replace(kind="persona", label=name) for e in _spans(pattern, "", text)]
-    return resolve_overlaps(found)
+    terms = _persona_terms(text, _lexicon_patterns(lexicons))
+    return resolve_overlaps(_personal_data(text) + terms)
 
 
 _RANK = {kind: i for i, kind in enumerate(KINDS)}
@@ -615,13 +662,21 @@ def texts_entities(job) -> list[tuple]:
     """The entities of many texts, as plain tuples (a process pool's unit of work):
     ``job`` is ``(texts, lexicons)``, ``texts`` a list of ``(key, field, text)`` and
     ``lexicons`` ``{persona id: {lexicon name: terms}}``; returns ``(key, persona id or
-    None, field, entity)`` for the personal data of each text and each persona's own terms."""
+    None, field, entity)`` for the personal data of each text and each persona's own terms.
+
+    The same as ``recognise(text)`` and, for each persona, the persona terms of
+    ``recognise(text, its lexicons)``, but the personal-data recognisers run once per text
+    and each lexicon's pattern is built once per job."""
     texts, lexicons = job
+    patterns = {persona_id: _lexicon_patterns(named) for persona_id, named in lexicons.items()}
     out = []
     for key, field, text in texts:
-        out.extend((key, None, field, e) for e in recognise(text))
-        for persona_id, named in lexicons.items():
-            for e in recognise(text, named):
+        if not text:
+            continue
+        personal = _personal_data(text)
+        out.extend((key, None, field, e) for e in resolve_overlaps(personal))
+        for persona_id, named in patterns.items():
+            for e in resolve_overlaps(personal + _persona_terms(text, named)):
                 if e.kind == "persona":
                     out.append((key, persona_id, field, e))
     return out

@@ -360,6 +360,25 @@ def test_overlapping_claims_keep_the_longer_span():
     assert [(e.kind, e.text) for e in found] == [("phone", "+1 713 853 6062 ext. 3")]
 
 
+def test_texts_entities_runs_the_recognisers_once_per_text_with_the_same_answer():
+    texts = [(i, "body", line) for i, line in enumerate(FIXTURES.read_text().splitlines())]
+    texts += [(-1, "subject", ""), (-2, "body", "Call Dr Raptor at 713-853-5620 re chemo")]
+    lexicons = {
+        7: {"projects": ["raptor", "Project Raptor"], "people": ["Kim", "Vince Kaminski"]},
+        9: {"words": ["chemo", "713-853-5620", "cell"]},  # a term inside a phone loses to it
+    }
+    expected = []
+    for key, field, text in texts:  # what texts_entities did before: recognise per persona
+        expected.extend((key, None, field, e) for e in recognise(text))
+        for persona_id, named in lexicons.items():
+            for e in recognise(text, named):
+                if e.kind == "persona":
+                    expected.append((key, persona_id, field, e))
+    found = entities.texts_entities((texts, lexicons))
+    assert found == expected
+    assert sum(1 for _k, persona, _f, _e in found if persona) >= 3
+
+
 def test_redaction_takes_whole_words_and_leaves_no_term():
     text = "acct12345678 and 4111 1111 1111 1111."
     out = entities.redact(text, [(4, 12), (17, 36)])
