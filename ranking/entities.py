@@ -389,10 +389,11 @@ _DOB = re.compile(
 # --- phones --------------------------------------------------------------------------------
 
 # Where libphonenumber's matcher (``phonenumbers.PhoneNumberMatcher``) looks: runs of at least 8
-# digits joined by phone punctuation (spaces, dots, dashes, slashes, parentheses), starting
-# with ``+``, ``(`` or a digit that does not continue a number, a date or a decimal. The matcher
-# is pure Python and slow (0.05-0.2 ms a call): it reads only these windows, and only for the
-# regions a run's first digits allow.
+# digits (10 without ``+`` or a trunk 0) joined by phone punctuation (spaces, dots, dashes,
+# slashes, parentheses), starting with ``+``, ``(`` or a digit that does not continue a number,
+# a date or a decimal, not after a word naming another identifier; digits alone only with
+# ``+`` or ``00``. The matcher is pure Python and slow (0.05-0.2 ms a call): it reads only
+# these windows, and only for the regions a run's first digits allow.
 _PHONE_RUN = re.compile(
     r"(?<![\w+/=&?-])(?<!\d[.,:])[+(]?\d(?:[ \t\u00a0]?[().\-/]{0,2}[ \t\u00a0]?\d)+"
 )
@@ -481,10 +482,17 @@ def _phones(text: str, taken: list[tuple[int, int]]):
     country code, a trunk prefix in parentheses) and an extension written right after it."""
     for m in _PHONE_RUN.finditer(text):
         run = m.group()
-        if sum(c.isdigit() for c in run) < _PHONE_MIN_DIGITS:
+        national = run[0] != "+" and run.lstrip("(")[0] != "0"
+        # a number without its country code or trunk 0 is a US one (or Ireland's 1800): 10
+        # digits at least
+        if sum(c.isdigit() for c in run) < (10 if national else _PHONE_MIN_DIGITS):
             continue
+        if run.isdigit() and not run.startswith("00"):
+            continue  # digits alone are an identifier's shape: a phone is grouped, or has +
         if any(s <= m.start() and m.end() <= e for s, e in taken):
             continue  # inside a card number, an IBAN or a parcel number
+        if _NOT_PHONE_BEFORE.search(text, max(0, m.start() - 30), m.start()):
+            continue  # an order, invoice, case... number: no need to ask the matcher
         lo = max(0, m.start() - 1)
         hi = m.end()
         if ext := _PHONE_EXTENSION.match(text, hi):

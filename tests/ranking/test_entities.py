@@ -318,6 +318,7 @@ def test_a_phone_number_is_found_whole_as_written(number):
         "HELO port-216-3073879-ds200.example.net",
         "http://example.com/detail/-/0596003161/ref and ?item=2057697313&x=1",
         "The wallet number 078-05-1120 is a famous fake.",
+        "Confirmation 2125550123 is attached; row 45667223 25,000 345.50 1234567890.",
     ],
 )
 def test_look_alikes_of_phone_numbers_are_left_alone(text):
@@ -335,6 +336,7 @@ def test_an_iban_wins_over_a_phone_reading_of_its_digits(iban):
 def test_the_phone_matcher_reads_only_runs_of_digits():
     entities._phone_matches.cache_clear()
     recognise("Call on Monday 10:30 about order 12 and the 2001 plan.\n" * 50)
+    recognise("Deal 45667223, ticket 1234-5678-90, 2125550123, 123 4567.")
     assert entities._phone_matches.cache_info().misses == 0
     recognise("Call 617-253-1000, or 617-253-1000, today")  # the same window: read once
     assert entities._phone_matches.cache_info().hits == 1
