@@ -1,24 +1,12 @@
 """Offline recognisers of sensitive entities in email text, and redaction, pure: no Django.
 
-No maintained library fits here: presidio-analyzer needs a spaCy model download even for its
-pattern recognisers, and scrubadub is not installed and pulls models for names. These are
-our own rules, written for correspondence (US and UK formats first), each with the check that
-keeps it precise:
+Each recogniser stands on a maintained library where one does the job, offline: Google's
+libphonenumber (``phonenumbers``) finds phone numbers, python-stdnum checks IBANs against the
+SWIFT registry, Luhn digits, US social security and Irish PPS numbers. Where no library does
+it, the rule is ours and says why. No framework: presidio-analyzer needs a spaCy model
+download even for its pattern recognisers, and scrubadub pulls models for names. Written for
+correspondence (US, UK and Irish donors first), each with the check that keeps it precise:
 
-- ``email``: an address as RFC 5322 writes it (dot-atom: every atext character, letters of any
-  script; domains with hyphens, IDN or punycode, long top-level domains), hand-written: the
-  libraries check a given string, none finds addresses in running text;
-- ``phone``: what Google's libphonenumber (``phonenumbers.PhoneNumberMatcher``, leniency VALID)
-  finds in runs of 8 or more digits: any country's number with ``+``, ``00`` or ``011`` and
-  its country code, a national number of the US or, with its trunk ``0``, of the regions
-  ``PHONE_NATIONAL_REGIONS`` (GB, IE, DE, FR, NL, BE, AT, SE); parentheses, slashes, a trunk
-  prefix in parentheses (``+44 (0)20 ...``), extensions (``x123``, ``ext. 45``). The span is
-  the number as written with its extension. Not a phone: a number after a word naming another
-  identifier (ISBN, order, invoice, case, ticket, tracking...), a date, a time, a decimal, an
-  IP address, a part of a link or host name, the digits inside a card, an IBAN or a UPS
-  parcel number;
-- ``address``: a street address (number, one to four capitalised words, a street type, with
-  an optional suite and ``City, ST 12345``), a ``P.O. Box``, or a UK postcode;
 - ``card``: 12 to 19 digits, compact or in the groupings issuers print (4-4-4-4, 4-4-4-4-3,
   4-6-5, 4-6-4; spaces or dashes), in a range of an issuer (``_IIN_RANGES``: Visa,
   Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro, Mir, RuPay, Verve, Troy and
@@ -35,8 +23,23 @@ keeps it precise:
   serial 0000, nor the numbers printed in advertisements), a UK National Insurance number
   (HMRC's prefix rules, hand-written: python-stdnum has no module for it) and an Irish PPS
   number after ``PPS``/``PPSN``/``RSI`` with its check letter (``stdnum.ie.pps``);
+- ``email``: an address as RFC 5322 writes it (dot-atom: every atext character, letters of any
+  script; domains with hyphens, IDN or punycode, long top-level domains), hand-written: the
+  libraries check a given string, none finds addresses in running text;
+- ``phone``: what libphonenumber's ``PhoneNumberMatcher`` (leniency VALID) finds in runs of
+  digits: any country's number with ``+``, ``00`` or ``011`` and its country code, a national
+  number of the US or, with its trunk ``0``, of the regions ``PHONE_NATIONAL_REGIONS`` (GB, IE,
+  DE, FR, NL, BE, AT, SE); parentheses, slashes, a trunk prefix in parentheses (``+44 (0)20
+  ...``), short area codes, extensions (``x123``, ``ext. 45``). The span is the number as
+  written with its extension. Not a phone: digits alone without ``+`` or ``00`` (nine in ten
+  runs of 10 digits starting with 0 are valid in one of those regions: validity tells
+  nothing there, the grouping does), a number after a word naming another identifier (ISBN,
+  order, invoice, case, ticket, tracking...), a date, a time, a decimal, an IP address, a
+  part of a link or host name, the digits inside a card, an IBAN or a UPS parcel number;
 - ``dob``: a date after ``born``, ``DOB``, ``date of birth`` or ``birthday`` (only the date
   is the span);
+- ``address``: a street address (number, one to four capitalised words, a street type, with
+  an optional suite and ``City, ST 12345``), a ``P.O. Box``, or a UK postcode;
 - ``health`` and ``financial``: terms of the lexicons below (``HEALTH``, ``FINANCIAL``),
   whole words, case-insensitive, plurals included;
 - ``persona``: a persona's own lexicon (``Lexicon`` rows a lead edits: a persona's pain
@@ -44,7 +47,8 @@ keeps it precise:
 
 Spans never overlap: where two recognisers claim text, the longer span wins, then the more
 specific kind (``KINDS`` order). Precision and recall on the labelled fixtures
-(``tests/fixtures/entities.txt``) are in ``docs/redaction.md``.
+(``tests/fixtures/entities.txt`` and the development set ``entities_dev.txt``) and the time
+per message (``bench/recognise_time.py``) are in ``docs/redaction.md``.
 """
 
 import functools
