@@ -440,31 +440,52 @@ _DECIMALS = re.compile(r"\d\.\d.*\d\s+\(?\d|\d\s+\(?\d.*\d\.\d")
 _UPS = re.compile(r"\b1Z ?[0-9A-Z]{3} ?[0-9A-Z]{3} ?[0-9A-Z]{2} ?[0-9A-Z]{4} ?[0-9A-Z]{4}\b")
 
 
-def _phone_regions(run: str) -> tuple[str, ...]:
-    """The regions whose numbering plan can read a run of digits, most likely first."""
-    if run.startswith("+"):
-        # international: the region only names the 00 prefix; a national number may follow
-        # in the same run (+46 8 123 456 78 (08-123 456 78))
-        return PHONE_NATIONAL_REGIONS
+# A number written with its country code (+, 00, 011) is read with leniency POSSIBLE (the
+# country's lengths), a national one with VALID (the numbering plan's ranges): the country code
+# is evidence enough, and the plans change (London's 0171 became 020 7 in 2000, Moscow's 095
+# became 495 in 2005, Brazil's mobiles took a ninth digit): a number valid when an old message
+# was written is often not valid in today's metadata. Decided by measurement (docs/redaction.md).
+PHONE_INTERNATIONAL_LENIENCY = phonenumbers.Leniency.POSSIBLE
+# How a number written with its country code starts, in the regions read with it: + or the
+# international prefix dialled there, then the country code (never 0: 00000004 is a counter).
+_INTERNATIONAL = {
+    "GB": re.compile(r"\(?(?:\+|00[ \t\u00a0]?[1-9])"),
+    "US": re.compile(r"\(?(?:\+|011[ \t\u00a0]?[1-9])"),
+}
+
+
+def _phone_regions(run: str) -> tuple[tuple[str, bool], ...]:
+    """How to read a run of digits: ``(region, international)`` passes, most likely first; an
+    international pass keeps only the numbers written with their country code."""
+    national = tuple((region, False) for region in PHONE_NATIONAL_REGIONS)
     digits = run.lstrip("(")
-    if digits.startswith("011") and sum(c.isdigit() for c in run) >= 12:
-        return ("US", *PHONE_NATIONAL_REGIONS)
+    if _INTERNATIONAL["GB"].match(run):
+        # the region only names the 00 prefix; a national number may follow in the same run
+        # (+46 8 123 456 78 (08-123 456 78))
+        return (("GB", True), *national)
+    if _INTERNATIONAL["US"].match(run) and sum(c.isdigit() for c in run) >= 12:
+        return (("US", True), *national)
     if digits.startswith("0"):
-        return PHONE_NATIONAL_REGIONS
+        return national
     if digits.startswith("1"):
-        return ("US", "IE")  # 1-800-..., Ireland's 1800/1850 numbers
-    return ("US",)
+        return (("US", False), ("IE", False))  # 1-800-..., Ireland's 1800/1850 numbers
+    return (("US", False),)
 
 
 @functools.lru_cache(maxsize=8192)
-def _phone_matches(window: str, regions: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
-    """The numbers libphonenumber finds valid in ``window``, as spans: each region in turn,
-    a later region's numbers only where an earlier one found none. Cached: signatures and
-    quoted replies repeat the same numbers through an archive."""
+def _phone_matches(
+    window: str, passes: tuple[tuple[str, bool], ...]
+) -> tuple[tuple[int, int], ...]:
+    """The numbers libphonenumber finds in ``window``, as spans: each pass in turn, a later
+    pass's numbers only where an earlier one found none. Cached: signatures and quoted
+    replies repeat the same numbers through an archive."""
     found: list[tuple[int, int]] = []
     digits = sum(c.isdigit() for c in window)
-    for region in regions:
-        for m in phonenumbers.PhoneNumberMatcher(window, region, phonenumbers.Leniency.VALID):
+    for region, international in passes:
+        leniency = PHONE_INTERNATIONAL_LENIENCY if international else phonenumbers.Leniency.VALID
+        for m in phonenumbers.PhoneNumberMatcher(window, region, leniency):
+            if international and not _INTERNATIONAL[region].match(m.raw_string):
+                continue
             start, end = m.start, m.end
             if window[start] == "(" and ")" not in window[start:end]:
                 start += 1  # an opening parenthesis the number does not close
@@ -477,7 +498,7 @@ def _phone_matches(window: str, regions: tuple[str, ...]) -> tuple[tuple[int, in
             if not any(start < e and s < end for s, e in found):
                 found.append((start, end))
         if sum(sum(c.isdigit() for c in window[s:e]) for s, e in found) == digits:
-            break  # every digit is read: the other regions have nothing left to find
+            break  # every digit is read: the other passes have nothing left to find
     return tuple(found)
 
 
@@ -491,7 +512,7 @@ def _phones(text: str, taken: list[tuple[int, int]]):
         # digits at least
         if sum(c.isdigit() for c in run) < (10 if national else _PHONE_MIN_DIGITS):
             continue
-        if run.isdigit() and not run.startswith("00"):
+        if run.isdigit() and not _INTERNATIONAL["GB"].match(run):
             continue  # digits alone are an identifier's shape: a phone is grouped, or has +
         if any(s <= m.start() and m.end() <= e for s, e in taken):
             continue  # inside a card number, an IBAN or a parcel number

@@ -293,6 +293,11 @@ PHONES = [
     "+48 22 123 45 67",
     "+420 212 345 678",
     "+372 612 3456",
+    # with the country code, numbers of numbering plans since changed (London's 0171 before
+    # 2000, Moscow's 095 before 2005, Brazil's 8-digit mobiles): an archive's old mail has them
+    "+44 171 946 0958",
+    "+7 095 768-7067",
+    "+55-21-9135-3679",
 ]
 
 
@@ -320,6 +325,7 @@ def test_a_phone_number_is_found_whole_as_written(number):
         "http://example.com/detail/-/0596003161/ref and ?item=2057697313&x=1",
         "The wallet number 078-05-1120 is a famous fake.",
         "Confirmation 2125550123 is attached; row 45667223 25,000 345.50 1234567890.",
+        "md: hda5's event counter: 00000004 [events: 00000002]",
     ],
 )
 def test_look_alikes_of_phone_numbers_are_left_alone(text):
