@@ -514,6 +514,10 @@ def _phones(text: str, taken: list[tuple[int, int]]):
             continue
         if run.isdigit() and not _INTERNATIONAL["GB"].match(run):
             continue  # digits alone are an identifier's shape: a phone is grouped, or has +
+        if _NOT_PHONE_SHAPE.fullmatch(run) or (
+            _DECIMALS.search(run) and run.lstrip("(")[:2] in ("0.", "0,")
+        ):
+            continue  # a date, an IP address, a table of fractions: 8 regions would say no
         if any(s <= m.start() and m.end() <= e for s, e in taken):
             continue  # inside a card number, an IBAN or a parcel number
         if _NOT_PHONE_BEFORE.search(text, max(0, m.start() - 30), m.start()):

@@ -344,6 +344,7 @@ def test_the_phone_matcher_reads_only_runs_of_digits():
     entities._phone_matches.cache_clear()
     recognise("Call on Monday 10:30 about order 12 and the 2001 plan.\n" * 50)
     recognise("Deal 45667223, ticket 1234-5678-90, 2125550123, 123 4567.")
+    recognise("0.000  0.075  0.050\n0.025  0.000\non 07.10.2002 and 02/08/2002 at 192.168.100.200")
     assert entities._phone_matches.cache_info().misses == 0
     recognise("Call 617-253-1000, or 617-253-1000, today")  # the same window: read once
     assert entities._phone_matches.cache_info().hits == 1
