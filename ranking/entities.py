@@ -416,8 +416,8 @@ _PHONE_MIN_DIGITS = 8
 # A number after one of these words is an identifier of another kind, whatever its shape.
 _NOT_PHONE_BEFORE = re.compile(
     r"(?:\b(?:isbn(?:-1[03])?|issn|order|invoice|inv|case|docket|ticket|tracking|po|lot|"
-    r"serial|s/n|sn|patent|ref|reference|deal|build|version|ver|release|id|imei|isin|"
-    r"account|acct)\b\.?(?:\s*(?:no|number|num|nr)\b\.?)?\s*(?:[:#=]\s*)?)$",
+    r"serial|s/n|sn|patent|ref|reference|deal|build|version|ver|release|(?<!caller\s)id|imei|"
+    r"isin|account|acct)\b\.?(?:\s*(?:no|number|num|nr)\b\.?)?\s*(?:[:#=]\s*)?)$",
     re.IGNORECASE,
 )
 
@@ -507,10 +507,10 @@ def _phones(text: str, taken: list[tuple[int, int]]):
     country code, a trunk prefix in parentheses) and an extension written right after it."""
     for m in _PHONE_RUN.finditer(text):
         run = m.group()
-        national = run[0] != "+" and run.lstrip("(")[0] != "0"
         # a number without its country code or trunk 0 is a US one (or Ireland's 1800): 10
         # digits at least
-        if sum(c.isdigit() for c in run) < (10 if national else _PHONE_MIN_DIGITS):
+        us_like = run[0] != "+" and run.lstrip("(")[0] != "0"
+        if sum(c.isdigit() for c in run) < (10 if us_like else _PHONE_MIN_DIGITS):
             continue
         if run.isdigit() and not _INTERNATIONAL["GB"].match(run):
             continue  # digits alone are an identifier's shape: a phone is grouped, or has +
