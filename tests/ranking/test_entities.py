@@ -332,6 +332,11 @@ def test_look_alikes_of_phone_numbers_are_left_alone(text):
     assert [t for k, t in _kinds(text) if k == "phone"] == []
 
 
+def test_a_caller_id_is_a_phone_and_another_id_is_not():
+    assert _kinds("Caller ID: 617-253-1000") == [("phone", "617-253-1000")]
+    assert _kinds("Customer ID: 617-253-1000") == []
+
+
 @pytest.mark.parametrize(
     "iban",
     ["SE45 5000 0000 0583 9825 7466", "LB62 0999 0000 0001 0019 0122 9114", "NO9386011117947"],
