@@ -32,3 +32,18 @@ def test_import_data_succeeds_quietly_on_good_input(db, capsys):
     call_command("import_data", "emails", str(SAMPLE), "--create", "Good")
     assert "39 created" in capsys.readouterr().out
     assert Job.objects.get(kind=Job.Kind.IMPORT).status == Job.Status.SUCCEEDED
+
+
+def test_detect_entities_finds_them_again_in_stored_documents(sample_collection, capsys):
+    """After an upgrade of the recognisers: stored documents get the entities the new ones
+    find (person names among them), and nothing else of theirs changes."""
+    from annotate.models import Document, DocumentEntity
+
+    DocumentEntity.objects.filter(document__collection=sample_collection).delete()
+    bodies = list(Document.objects.order_by("id").values_list("body", flat=True))
+    call_command("detect_entities", sample_collection.slug, "--workers", "1")
+    assert "entities found in" in capsys.readouterr().out
+    stored = DocumentEntity.objects.filter(document__collection=sample_collection)
+    assert stored.filter(kind="name", text="Chris Garrigues").exists()
+    assert stored.filter(kind="email").exists()
+    assert list(Document.objects.order_by("id").values_list("body", flat=True)) == bodies
