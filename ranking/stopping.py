@@ -70,7 +70,10 @@ INTERVAL = (
 
 
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Return the Clopper-Pearson (exact binomial) interval of a proportion, k of n."""
+    """Return the Clopper-Pearson (exact binomial) interval of a proportion, k of n: the
+    (1 - confidence) / 2 and 1 - (1 - confidence) / 2 quantiles of Beta(k, n - k + 1) and
+    Beta(k + 1, n - k) (0 when k = 0, 1 when k = n), in closed form, so its cost does not
+    depend on n."""
     from scipy.stats import beta
 
     _check(k, n, confidence)
@@ -85,9 +88,24 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
 def hypergeometric_interval(
     k: int, n: int, population: int, confidence: float = 0.95
 ) -> tuple[int, int]:
-    """Return the exact interval of K, the relevant documents among ``population``, after a
-    sample of ``n`` without replacement held ``k``: every K whose tails both exceed
-    (1 - confidence) / 2 (the K values not rejected by either one-sided test)."""
+    """Return the exact interval (L, U) of K, the relevant documents among ``population``
+    (N), after a simple random sample of ``n`` without replacement held ``k``.
+
+    With X ~ Hypergeometric(N, K, n) and a = (1 - confidence) / 2, over the K the sample
+    allows at all (k <= K <= N - (n - k)):
+
+    - L is the smallest K with P(X >= k | K) > a,
+    - U is the largest K with P(X <= k | K) > a,
+
+    i.e. [L, U] is every K that neither one-sided test at level a rejects. P(X >= k | K)
+    rises with K and P(X <= k | K) falls with K (the hypergeometric is stochastically
+    increasing in K), so whatever the true K, P(L > K) <= a and P(U < K) <= a: coverage is
+    at least ``confidence`` (conservative with discrete data, like Clopper-Pearson). Hence
+    L = 0 when k = 0, U = N when k = n, and (k, k) for a census (n = N).
+
+    Each end is found by bisection on its monotone tail (scipy's hypergeometric cdf and sf,
+    about 2 log2 N evaluations), so the cost hardly grows with N (milliseconds at N = 10^7;
+    ``bench/intervals.py``). The answers are those of evaluating both tails at every K."""
     from scipy.stats import hypergeom
 
     _check(k, n, confidence)
@@ -96,13 +114,53 @@ def hypergeometric_interval(
     if n == 0:
         return 0, population
     a = (1 - confidence) / 2
-    ks = np.arange(k, population - (n - k) + 1)  # the K values the sample allows at all
-    upper_tail = hypergeom.sf(k - 1, population, ks, n)  # P(X >= k | K)
-    lower_tail = hypergeom.cdf(k, population, ks, n)  # P(X <= k | K)
-    keep = (upper_tail > a) & (lower_tail > a)
-    if not keep.any():  # cannot happen for a valid sample; be safe
-        return int(ks[0]), int(ks[-1])
-    return int(ks[keep][0]), int(ks[keep][-1])
+    first, last = k, population - (n - k)  # the K values the sample allows at all
+
+    def upper_tail_above(big_k: int) -> bool:  # P(X >= k | K) > a: false, then true
+        return k == 0 or float(hypergeom.sf(k - 1, population, big_k, n)) > a
+
+    def lower_tail_above(big_k: int) -> bool:  # P(X <= k | K) > a: true, then false
+        return k == n or float(hypergeom.cdf(k, population, big_k, n)) > a
+
+    lo = _first_true(upper_tail_above, first, last)
+    hi = _last_true(lower_tail_above, first, last)
+    if lo is None or hi is None or lo > hi:  # cannot happen for a valid sample; be safe
+        return first, last
+    return lo, hi
+
+
+def _first_true(predicate, first: int, last: int) -> int | None:
+    """The smallest K in [first, last] with ``predicate(K)``, for a predicate that is false
+    and then true (bisection); None when it is true nowhere."""
+    if predicate(first):
+        return first
+    if not predicate(last):
+        return None
+    false, true = first, last
+    while true - false > 1:
+        mid = (false + true) // 2
+        if predicate(mid):
+            true = mid
+        else:
+            false = mid
+    return true
+
+
+def _last_true(predicate, first: int, last: int) -> int | None:
+    """The largest K in [first, last] with ``predicate(K)``, for a predicate that is true
+    and then false (bisection); None when it is true nowhere."""
+    if predicate(last):
+        return last
+    if not predicate(first):
+        return None
+    true, false = first, last
+    while false - true > 1:
+        mid = (true + false) // 2
+        if predicate(mid):
+            true = mid
+        else:
+            false = mid
+    return true
 
 
 def sample_size(
