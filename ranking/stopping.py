@@ -103,10 +103,12 @@ def hypergeometric_interval(
     at least ``confidence`` (conservative with discrete data, like Clopper-Pearson). Hence
     L = 0 when k = 0, U = N when k = n, and (k, k) for a census (n = N).
 
-    Each end is found by bisection on its monotone tail (scipy's hypergeometric cdf and sf,
-    about 2 log2 N evaluations), so the cost hardly grows with N (milliseconds at N = 10^7;
-    ``bench/intervals.py``). The answers are those of evaluating both tails at every K."""
-    from scipy.stats import hypergeom
+    Each end is found on its monotone tail (scipy's hypergeometric sf and cdf): starting
+    from the Clopper-Pearson end scaled to N (close to it on a large frame), steps of 1, 2,
+    4, ... bracket it and bisection closes the bracket, so a call costs a few dozen tail
+    evaluations at most, whatever N (milliseconds at N = 10^7; ``bench/intervals.py``).
+    The answers are those of evaluating both tails at every K (tests/ranking)."""
+    from scipy.stats import beta, hypergeom
 
     _check(k, n, confidence)
     if n > population:
@@ -119,43 +121,49 @@ def hypergeometric_interval(
     def upper_tail_above(big_k: int) -> bool:  # P(X >= k | K) > a: false, then true
         return k == 0 or float(hypergeom.sf(k - 1, population, big_k, n)) > a
 
-    def lower_tail_above(big_k: int) -> bool:  # P(X <= k | K) > a: true, then false
-        return k == n or float(hypergeom.cdf(k, population, big_k, n)) > a
+    def lower_tail_at_most(big_k: int) -> bool:  # P(X <= k | K) <= a: false, then true
+        return k < n and float(hypergeom.cdf(k, population, big_k, n)) <= a
 
-    lo = _first_true(upper_tail_above, first, last)
-    hi = _last_true(lower_tail_above, first, last)
-    if lo is None or hi is None or lo > hi:  # cannot happen for a valid sample; be safe
+    # Where to start: the binomial (Clopper-Pearson) ends, scaled to the frame.
+    lo_guess = 0 if k == 0 else math.floor(population * float(beta.ppf(a, k, n - k + 1)))
+    hi_guess = (
+        population if k == n else math.ceil(population * float(beta.ppf(1 - a, k + 1, n - k)))
+    )
+    lo = _first_true(upper_tail_above, first, last, lo_guess)
+    above = _first_true(lower_tail_at_most, first, last, hi_guess + 1)
+    hi = last if above is None else above - 1
+    if lo is None or lo > hi:  # cannot happen for a valid sample; be safe
         return first, last
     return lo, hi
 
 
-def _first_true(predicate, first: int, last: int) -> int | None:
-    """The smallest K in [first, last] with ``predicate(K)``, for a predicate that is false
-    and then true (bisection); None when it is true nowhere."""
-    if predicate(first):
-        return first
-    if not predicate(last):
-        return None
-    false, true = first, last
+def _first_true(predicate, first: int, last: int, guess: int) -> int | None:
+    """Return the smallest K in [first, last] with ``predicate(K)``, for a predicate that is
+    false and then true (None when it is true nowhere): from ``guess``, steps of 1, 2, 4, ...
+    towards the change bracket it, then bisection."""
+    guess = min(max(guess, first), last)
+    if predicate(guess):  # the change is at or below the guess
+        true, step = guess, 1
+        while True:
+            if true == first:
+                return first
+            probe = max(true - step, first)
+            if not predicate(probe):
+                false = probe
+                break
+            true, step = probe, step * 2
+    else:  # the change is above the guess
+        false, step = guess, 1
+        while True:
+            if false == last:
+                return None
+            probe = min(false + step, last)
+            if predicate(probe):
+                true = probe
+                break
+            false, step = probe, step * 2
     while true - false > 1:
         mid = (false + true) // 2
-        if predicate(mid):
-            true = mid
-        else:
-            false = mid
-    return true
-
-
-def _last_true(predicate, first: int, last: int) -> int | None:
-    """The largest K in [first, last] with ``predicate(K)``, for a predicate that is true
-    and then false (bisection); None when it is true nowhere."""
-    if predicate(last):
-        return last
-    if not predicate(first):
-        return None
-    true, false = first, last
-    while false - true > 1:
-        mid = (true + false) // 2
         if predicate(mid):
             true = mid
         else:
