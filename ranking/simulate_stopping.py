@@ -170,7 +170,8 @@ def summarise(runs: list[dict], settings: StopSettings) -> dict:
     """Per rule and target, over the runs: recall at stop (mean, quartiles, 5th
     percentile), failure rate (below the target) and coverage (its complement: recall at
     the first stop meets the target), how often the rule fired at all and, among the runs
-    where it fired, how often it failed; the interval's coverage at the stop; the mean cost
+    where it fired, how often it failed and how often the interval shown then held the
+    true recall; the mean cost
     and its ratio to the oracle's. And the estimate's coverage averaged over batches and at
     the first look."""
     out = {}
@@ -201,8 +202,10 @@ def summarise(runs: list[dict], settings: StopSettings) -> dict:
                 "recall_median": float(np.median(recall)),
                 "failure_rate": float(failed.mean()),
                 "coverage": float(1 - failed.mean()),
-                "interval_coverage_at_stop": float(
-                    np.mean([s.get("interval_holds", True) for s, _o in rows])
+                "interval_coverage_when_fired": (
+                    float(np.mean([s["interval_holds"] for s, _o in rows if s["fired"]]))
+                    if fired.any()
+                    else float("nan")
                 ),
                 "cost_mean": float(cost.mean()),
                 "oracle_cost_mean": float(oracle.mean()),

@@ -56,7 +56,9 @@ def test_summary_reads_coverage_at_the_first_stop_and_failures_among_fired_runs(
         assert row["failures_when_fired"] == sum(b and f for b, f in zip(below, fired, strict=True))
         if row["fired_runs"]:
             assert row["failure_rate_when_fired"] == row["failures_when_fired"] / sum(fired)
+            held = [s["interval_holds"] for s in stops if s["fired"]]
+            assert row["interval_coverage_when_fired"] == np.mean(held)
         else:
             assert np.isnan(row["failure_rate_when_fired"])
-        assert row["interval_coverage_at_stop"] == np.mean([s["interval_holds"] for s in stops])
+            assert np.isnan(row["interval_coverage_when_fired"])
     assert summary["coverage_first_look"] == np.mean([r["coverage_first_look"] for r in runs])
