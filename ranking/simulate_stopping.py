@@ -11,8 +11,15 @@ After every batch each rule is asked, for each recall target; the first time it 
 is where it stops (a rule that never says stop reviews the whole pool). For each rule and
 target the run records the recall actually reached there, the judgments spent, and the
 oracle's cost: the fewest judgments down the same review order (without a sample) that
-reach the target. At every batch it also records whether the estimate's interval holds the
-true recall (coverage).
+reach the target, and whether the estimate's interval shown at that stop held the true
+recall. At every batch it also records whether the estimate's interval holds the true recall
+(``coverage``, averaged over the run's batches; ``coverage_first_look``: the first batch
+alone, before any review judgment).
+
+Coverage is read at the first stop (``summarise``): the share of runs whose recall there
+meets the target, over all runs (a rule that never says stop reviews the whole pool and
+meets it) and among the runs where the rule fired. Averages over batches read higher than
+either: late batches, with most relevant documents found, are covered almost surely.
 
 Counting: the knee method needs no sample, so its cost and recall are those of the review
 alone (seeds, review judgments and the sample documents the review reached, which it would
@@ -114,6 +121,7 @@ def run(matrix, topic: TopicData, settings: StopSettings, random_seed: int) -> d
                     "cost": cost,
                     "recall": recall,
                     "estimate": est.recall,
+                    "interval_holds": bool(coverage[-1]),
                 }
         if exhausted:
             break
@@ -153,14 +161,19 @@ def run(matrix, topic: TopicData, settings: StopSettings, random_seed: int) -> d
         "oracle": oracle,
         "stops": {f"{rule}@{t:g}": s for (rule, t), s in stops.items()},
         "coverage": float(np.mean(coverage)),
+        "coverage_first_look": bool(coverage[0]),
         "coverage_points": len(coverage),
     }
 
 
 def summarise(runs: list[dict], settings: StopSettings) -> dict:
     """Per rule and target, over the runs: recall at stop (mean, quartiles, 5th
-    percentile), failure rate (below the target), how often the rule fired at all, the mean
-    cost and its ratio to the oracle's; and the estimate's coverage."""
+    percentile), failure rate (below the target) and coverage (its complement: recall at
+    the first stop meets the target), how often the rule fired at all and, among the runs
+    where it fired, how often it failed and how often the interval shown then held the
+    true recall; the mean cost
+    and its ratio to the oracle's. And the estimate's coverage averaged over batches and at
+    the first look."""
     out = {}
     for target in settings.targets:
         for rule in stopping.RULES:
@@ -169,18 +182,31 @@ def summarise(runs: list[dict], settings: StopSettings) -> dict:
             if not rows:
                 continue
             recall = np.array([s["recall"] for s, _o in rows])
+            fired = np.array([s["fired"] for s, _o in rows], dtype=bool)
+            failed = recall < target - 1e-9
             cost = np.array([s["cost"] for s, _o in rows], dtype=float)
             oracle = np.array([o for _s, o in rows], dtype=float)
             out[key] = {
                 "rule": rule,
                 "target": target,
                 "runs": len(rows),
-                "fired": float(np.mean([s["fired"] for s, _o in rows])),
+                "fired": float(fired.mean()),
+                "fired_runs": int(fired.sum()),
+                "failures_when_fired": int((failed & fired).sum()),
+                "failure_rate_when_fired": (
+                    float(failed[fired].mean()) if fired.any() else float("nan")
+                ),
                 "recall_mean": float(recall.mean()),
                 "recall_p5": float(np.percentile(recall, 5)),
                 "recall_q1": float(np.percentile(recall, 25)),
                 "recall_median": float(np.median(recall)),
-                "failure_rate": float(np.mean(recall < target - 1e-9)),
+                "failure_rate": float(failed.mean()),
+                "coverage": float(1 - failed.mean()),
+                "interval_coverage_when_fired": (
+                    float(np.mean([s["interval_holds"] for s, _o in rows if s["fired"]]))
+                    if fired.any()
+                    else float("nan")
+                ),
                 "cost_mean": float(cost.mean()),
                 "oracle_cost_mean": float(oracle.mean()),
                 "cost_ratio_mean": float(np.mean(cost / oracle)),
@@ -191,6 +217,9 @@ def summarise(runs: list[dict], settings: StopSettings) -> dict:
     return {
         "rules": out,
         "coverage_mean": float(np.mean(coverage)) if coverage else float("nan"),
+        "coverage_first_look": (
+            float(np.mean([r["coverage_first_look"] for r in runs])) if runs else float("nan")
+        ),
         "runs": len(runs),
         "mean_pool": float(np.mean([r["pool"] for r in runs])) if runs else float("nan"),
         "mean_relevant": float(np.mean([r["relevant"] for r in runs])) if runs else float("nan"),

@@ -70,7 +70,10 @@ INTERVAL = (
 
 
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Return the Clopper-Pearson (exact binomial) interval of a proportion, k of n."""
+    """Return the Clopper-Pearson (exact binomial) interval of a proportion, k of n: the
+    (1 - confidence) / 2 and 1 - (1 - confidence) / 2 quantiles of Beta(k, n - k + 1) and
+    Beta(k + 1, n - k) (0 when k = 0, 1 when k = n), in closed form, so its cost does not
+    depend on n."""
     from scipy.stats import beta
 
     _check(k, n, confidence)
@@ -85,10 +88,27 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
 def hypergeometric_interval(
     k: int, n: int, population: int, confidence: float = 0.95
 ) -> tuple[int, int]:
-    """Return the exact interval of K, the relevant documents among ``population``, after a
-    sample of ``n`` without replacement held ``k``: every K whose tails both exceed
-    (1 - confidence) / 2 (the K values not rejected by either one-sided test)."""
-    from scipy.stats import hypergeom
+    """Return the exact interval (L, U) of K, the relevant documents among ``population``
+    (N), after a simple random sample of ``n`` without replacement held ``k``.
+
+    With X ~ Hypergeometric(N, K, n) and a = (1 - confidence) / 2, over the K the sample
+    allows at all (k <= K <= N - (n - k)):
+
+    - L is the smallest K with P(X >= k | K) > a,
+    - U is the largest K with P(X <= k | K) > a,
+
+    i.e. [L, U] is every K that neither one-sided test at level a rejects. P(X >= k | K)
+    rises with K and P(X <= k | K) falls with K (the hypergeometric is stochastically
+    increasing in K), so whatever the true K, P(L > K) <= a and P(U < K) <= a: coverage is
+    at least ``confidence`` (conservative with discrete data, like Clopper-Pearson). Hence
+    L = 0 when k = 0, U = N when k = n, and (k, k) for a census (n = N).
+
+    Each end is found on its monotone tail (scipy's hypergeometric sf and cdf): starting
+    from the Clopper-Pearson end scaled to N (close to it on a large frame), steps of 1, 2,
+    4, ... bracket it and bisection closes the bracket, so a call costs a few dozen tail
+    evaluations at most, whatever N (milliseconds at N = 10^7; ``bench/intervals.py``).
+    The answers are those of evaluating both tails at every K (tests/ranking)."""
+    from scipy.stats import beta, hypergeom
 
     _check(k, n, confidence)
     if n > population:
@@ -96,13 +116,59 @@ def hypergeometric_interval(
     if n == 0:
         return 0, population
     a = (1 - confidence) / 2
-    ks = np.arange(k, population - (n - k) + 1)  # the K values the sample allows at all
-    upper_tail = hypergeom.sf(k - 1, population, ks, n)  # P(X >= k | K)
-    lower_tail = hypergeom.cdf(k, population, ks, n)  # P(X <= k | K)
-    keep = (upper_tail > a) & (lower_tail > a)
-    if not keep.any():  # cannot happen for a valid sample; be safe
-        return int(ks[0]), int(ks[-1])
-    return int(ks[keep][0]), int(ks[keep][-1])
+    first, last = k, population - (n - k)  # the K values the sample allows at all
+
+    def upper_tail_above(big_k: int) -> bool:  # P(X >= k | K) > a: false, then true
+        return k == 0 or float(hypergeom.sf(k - 1, population, big_k, n)) > a
+
+    def lower_tail_at_most(big_k: int) -> bool:  # P(X <= k | K) <= a: false, then true
+        return k < n and float(hypergeom.cdf(k, population, big_k, n)) <= a
+
+    # Where to start: the binomial (Clopper-Pearson) ends, scaled to the frame.
+    lo_guess = 0 if k == 0 else math.floor(population * float(beta.ppf(a, k, n - k + 1)))
+    hi_guess = (
+        population if k == n else math.ceil(population * float(beta.ppf(1 - a, k + 1, n - k)))
+    )
+    lo = _first_true(upper_tail_above, first, last, lo_guess)
+    above = _first_true(lower_tail_at_most, first, last, hi_guess + 1)
+    hi = last if above is None else above - 1
+    if lo is None or lo > hi:  # cannot happen for a valid sample; be safe
+        return first, last
+    return lo, hi
+
+
+def _first_true(predicate, first: int, last: int, guess: int) -> int | None:
+    """Return the smallest K in [first, last] with ``predicate(K)``, for a predicate that is
+    false and then true (None when it is true nowhere): from ``guess``, steps of 1, 2, 4, ...
+    towards the change bracket it, then bisection."""
+    guess = min(max(guess, first), last)
+    if predicate(guess):  # the change is at or below the guess
+        true, step = guess, 1
+        while True:
+            if true == first:
+                return first
+            probe = max(true - step, first)
+            if not predicate(probe):
+                false = probe
+                break
+            true, step = probe, step * 2
+    else:  # the change is above the guess
+        false, step = guess, 1
+        while True:
+            if false == last:
+                return None
+            probe = min(false + step, last)
+            if predicate(probe):
+                true = probe
+                break
+            false, step = probe, step * 2
+    while true - false > 1:
+        mid = (false + true) // 2
+        if predicate(mid):
+            true = mid
+        else:
+            false = mid
+    return true
 
 
 def sample_size(

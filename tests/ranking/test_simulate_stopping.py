@@ -40,3 +40,25 @@ def test_summary_counts_failures_below_the_target():
         recalls = np.array(row["recalls"])
         assert row["failure_rate"] == np.mean(recalls < 0.8)
         assert row["cost_ratio_mean"] > 0
+
+
+def test_summary_reads_coverage_at_the_first_stop_and_failures_among_fired_runs():
+    matrix, topic = _world()
+    settings = simulate_stopping.StopSettings(sample_pct=50, targets=(0.8, 0.9))
+    result = simulate_stopping.simulate_stopping(matrix, [topic], settings, seeds=[0, 1, 2])
+    runs, summary = result["runs"], result["summary"]
+    for key, row in summary["rules"].items():
+        stops = [r["stops"][key] for r in runs]
+        below = [s["recall"] < row["target"] - 1e-9 for s in stops]
+        fired = [s["fired"] for s in stops]
+        assert row["coverage"] == 1 - row["failure_rate"] == 1 - np.mean(below)
+        assert row["fired_runs"] == sum(fired)
+        assert row["failures_when_fired"] == sum(b and f for b, f in zip(below, fired, strict=True))
+        if row["fired_runs"]:
+            assert row["failure_rate_when_fired"] == row["failures_when_fired"] / sum(fired)
+            held = [s["interval_holds"] for s in stops if s["fired"]]
+            assert row["interval_coverage_when_fired"] == np.mean(held)
+        else:
+            assert np.isnan(row["failure_rate_when_fired"])
+            assert np.isnan(row["interval_coverage_when_fired"])
+    assert summary["coverage_first_look"] == np.mean([r["coverage_first_look"] for r in runs])

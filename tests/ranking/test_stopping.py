@@ -37,6 +37,109 @@ def test_a_census_of_the_frame_gives_the_exact_count():
     assert stopping.hypergeometric_interval(7, 100, 100) == (7, 7)
 
 
+def _every_k_interval(k, n, population, confidence=0.95):
+    """The interval as sasc computed it before bisection (issue 33): both tails at every K
+    the sample allows, kept where both exceed (1 - confidence) / 2. Slow (O(N) tail
+    evaluations): the reference the product's bisection must agree with."""
+    if n == 0:
+        return 0, population
+    a = (1 - confidence) / 2
+    ks = np.arange(k, population - (n - k) + 1)
+    upper_tail = hypergeom.sf(k - 1, population, ks, n)
+    lower_tail = hypergeom.cdf(k, population, ks, n)
+    keep = (upper_tail > a) & (lower_tail > a)
+    if not keep.any():
+        return int(ks[0]), int(ks[-1])
+    return int(ks[keep][0]), int(ks[keep][-1])
+
+
+def _grid():
+    # every sample of every small frame, at one confidence
+    for population in range(1, 26):
+        for n in range(population + 1):
+            for k in range(n + 1):
+                yield k, n, population, 0.95
+    # a few small frames at other confidences, both sides of the usual ones
+    for population in (7, 19):
+        for n in range(population + 1):
+            for k in range(n + 1):
+                yield k, n, population, 0.5
+                yield k, n, population, 0.999
+    # larger frames: small and large samples, the ends of k and its middle
+    for population, confidences in ((100, (0.8, 0.95, 0.99)), (1000, (0.9, 0.9999))):
+        for n in (1, 10, 50, 99, population):
+            for k in sorted({0, 1, 2, n // 2, n - 1, n} & set(range(n + 1))):
+                for confidence in confidences:
+                    yield k, n, population, confidence
+    for k in (0, 1, 5, 20, 384, 385):  # the usual 385-document sample
+        yield k, 385, 3000, 0.95
+
+
+def test_hypergeometric_interval_agrees_with_evaluating_every_k():
+    cases = list(_grid())
+    differ = [
+        (case, got, want)
+        for case in cases
+        if (got := stopping.hypergeometric_interval(*case)) != (want := _every_k_interval(*case))
+    ]
+    assert not differ, f"{len(differ)} of {len(cases)} differ, e.g. {differ[:3]}"
+
+
+@pytest.mark.parametrize("population", [120, 10**6])
+def test_hypergeometric_interval_ends_rise_with_k(population):
+    n = 100
+    ends = [stopping.hypergeometric_interval(k, n, population) for k in range(n + 1)]
+    lows, highs = np.array([lo for lo, _ in ends]), np.array([hi for _, hi in ends])
+    assert (np.diff(lows) > 0).all() and (np.diff(highs) > 0).all()
+    assert (lows <= highs).all()
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "population", "confidence"),
+    [(3, 50, 500, 0.95), (5, 385, 10**7, 0.95), (0, 385, 10**7, 0.99), (200, 385, 10**7, 0.8)],
+)
+def test_hypergeometric_interval_ends_are_the_last_k_not_rejected(k, n, population, confidence):
+    """L is the smallest K with P(X >= k | K) > a, U the largest with P(X <= k | K) > a."""
+    a = (1 - confidence) / 2
+    lo, hi = stopping.hypergeometric_interval(k, n, population, confidence)
+
+    def upper(big_k):
+        return hypergeom.sf(k - 1, population, big_k, n)
+
+    def lower(big_k):
+        return hypergeom.cdf(k, population, big_k, n)
+
+    if k > 0:
+        assert upper(lo) > a >= upper(lo - 1)
+    assert lower(hi) > a >= lower(hi + 1)
+
+
+def test_hypergeometric_interval_edge_cases():
+    population, n = 10**7, 385
+    lo, hi = stopping.hypergeometric_interval(0, n, population)
+    assert lo == 0 and 0 < hi < population
+    lo, hi = stopping.hypergeometric_interval(n, n, population)
+    assert 0 < lo < population and hi == population
+    for k in (0, 1, 60, 200):
+        assert stopping.hypergeometric_interval(k, 200, 200) == (k, k)  # a census
+    assert stopping.hypergeometric_interval(0, 0, 50) == (0, 50)  # nothing judged yet
+    assert stopping.hypergeometric_interval(0, 1, 1) == (0, 0)
+    assert stopping.hypergeometric_interval(1, 1, 1) == (1, 1)
+    with pytest.raises(ValueError, match="frame"):
+        stopping.hypergeometric_interval(0, 11, 10)
+    with pytest.raises(ValueError):
+        stopping.hypergeometric_interval(6, 5, 10)
+
+
+@pytest.mark.parametrize("k", [0, 1, 5, 40, 385])
+def test_hypergeometric_interval_approaches_clopper_pearson_on_a_large_frame(k):
+    population = 10**7
+    lo, hi = stopping.hypergeometric_interval(k, 385, population)
+    cp_lo, cp_hi = stopping.clopper_pearson(k, 385)
+    assert lo / population == pytest.approx(cp_lo, abs=2e-4)
+    assert hi / population == pytest.approx(cp_hi, abs=2e-4)
+
+
 def test_sample_size_is_the_classic_385_without_a_finite_frame_and_less_with_one():
     assert stopping.sample_size(0.05, 10**9) == 385
     assert stopping.sample_size(0.05, 1000) == 278

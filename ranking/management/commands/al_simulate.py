@@ -243,16 +243,25 @@ class Command(BaseCommand):
             f"in the pool); mean pool {summary['mean_pool']:.0f}, relevant "
             f"{summary['mean_relevant']:.1f}, check sample {summary['mean_sample']:.0f} "
             f"({summary['mean_sample_relevant']:.1f} relevant); interval coverage "
-            f"{summary['coverage_mean']:.3f}"
+            f"{summary['coverage_mean']:.3f} averaged over batches, "
+            f"{summary['coverage_first_look']:.3f} at the first look"
         )
         self.stdout.write(
-            f"{'rule':<16}{'target':>7}{'fired':>7}{'recall':>8}{'p5':>7}{'fail':>7}"
-            f"{'cost':>8}{'oracle':>8}{'ratio':>7}"
+            "coverage: recall at the first stop meets the target (all runs); fail|fired: "
+            "runs below the target among those where the rule fired; ci|fired: the interval "
+            "shown when the rule fired held the true recall"
+        )
+        self.stdout.write(
+            f"{'rule':<20}{'target':>7}{'fired':>7}{'recall':>8}{'p5':>7}{'fail':>7}"
+            f"{'cover':>7}{'fail|fired':>12}{'ci|fired':>9}{'cost':>8}{'oracle':>8}{'ratio':>7}"
         )
         for row in summary["rules"].values():
+            when_fired = f"{row['failures_when_fired']}/{row['fired_runs']}"
             self.stdout.write(
-                f"{stopping.NAMES[row['rule']]:<16}{row['target']:>7g}{row['fired']:>7.2f}"
+                f"{stopping.NAMES[row['rule']]:<20}{row['target']:>7g}{row['fired']:>7.2f}"
                 f"{row['recall_mean']:>8.3f}{row['recall_p5']:>7.3f}{row['failure_rate']:>7.3f}"
+                f"{row['coverage']:>7.3f}{when_fired:>12}"
+                f"{row['interval_coverage_when_fired']:>9.3f}"
                 f"{row['cost_mean']:>8.1f}{row['oracle_cost_mean']:>8.1f}"
                 f"{row['cost_ratio_mean']:>7.2f}"
             )
