@@ -49,20 +49,73 @@ _GAP = r"(?:[\W_]|&[A-Za-z][A-Za-z0-9]{1,31};|&#[0-9]{1,7};|&#[xX][0-9A-Fa-f]{1,
 
 
 def key(value: str) -> str:
-    """Return the canonical form of ``value``: its letters and digits, NFKC-normalised and
-    lower-cased, in order (HTML entities read as the characters they stand for); empty when
-    it holds none."""
-    text = unicodedata.normalize("NFKC", html.unescape(value)).lower()
+    """Return the canonical form of ``value``: its letters and digits, NFKC-normalised
+    (digits of any script as ASCII digits) and lower-cased, in order (HTML entities read as
+    the characters they stand for); empty when it holds none."""
+    text = _normalised(html.unescape(value))[0].lower()
     return "".join(c for c in text if c.isalnum())
 
 
 def keys(value: str) -> set[str]:
-    """Return every key under which ``value`` is written: ``key(value)``, and for a phone
-    number its national number with and without the country code and prefixes."""
+    """Return every key under which ``value`` is written: ``key(value)``; for a number with
+    leading zeros, the number without them (a writing may pad it: ``0098765432101``); for a
+    phone number its national number with and without the country code and prefixes, and
+    its subscriber number without the area code; a phone written with an extension also
+    without it; for an IBAN its national account number (BBAN) and the account part of it
+    (``Kto. 0532013000`` writes ``DE89 3704 0044 0532 0130 00``); a person's two or three
+    names also in the other orders people write them (``Quinlivan, Darragh``)."""
     k = key(value)
     if not k:
         return set()
-    return {k, *_phone_keys(value, k)}
+    out = {k, *_phone_keys(value, k), *_iban_keys(k), *_name_keys(value)}
+    base = _EXTENSION.sub("", value)
+    if base != value:
+        out |= keys(base)
+    for x in list(out):
+        core = x.lstrip("0")
+        if x.isdigit() and core != x and len(core) >= 6:
+            out.add(core)
+    return out
+
+
+# an extension written after a phone number: x214, ext. 45, extension 7, #12
+_EXTENSION = re.compile(r"(?i)[\s,;]*(?:x|ext\.?|extn\.?|extension|#)\s*\d{1,6}\s*$")
+
+
+def _iban_keys(k: str) -> set[str]:
+    """An IBAN's BBAN, and its account part: the longest segment of the registry's BBAN
+    structure after the first (the first is the bank's code, shared by every customer)."""
+    if len(k) < 15 or not k[:2].isalpha() or not k[2:4].isdigit():
+        return set()
+    from stdnum import iban, numdb
+
+    compact = k.upper()
+    if not iban.is_valid(compact):
+        return set()
+    info = numdb.get("iban").info(compact[:2] + compact[4:])
+    structure = info[0][1].get("bban", "") if info else ""
+    out = {k[4:]}
+    pos, segments = 4, []
+    for length, _fixed, _kind in re.findall(r"(\d+)(!?)([nacs])", structure):
+        segments.append(k[pos : pos + int(length)])
+        pos += int(length)
+    if len(segments) > 1:
+        account = max(segments[1:], key=len)
+        if len(account) >= 6:
+            out.add(account)
+    return out
+
+
+def _name_keys(value: str) -> set[str]:
+    """Other orders of a person's names: ``Darragh Quinlivan`` is also written
+    ``Quinlivan, Darragh``; with a middle name, also without it."""
+    words = [key(w) for w in value.split()]
+    if not 2 <= len(words) <= 3 or not all(w.isalpha() and len(w) > 1 for w in words):
+        return set()
+    if len(words) == 2:
+        return {words[1] + words[0]}
+    first, middle, last = words
+    return {first + last, last + first, last + first + middle}
 
 
 # Where a number is written without its country, the first of these in which it is a valid
@@ -93,6 +146,12 @@ def _phone_keys(value: str, k: str) -> frozenset[str]:
     nsn = phonenumbers.national_significant_number(number)
     cc = str(number.country_code)
     out = {nsn, cc + nsn, "00" + cc + nsn, "011" + cc + nsn}
+    # the subscriber number alone, as it is dialled within its area (555-0199)
+    area = phonenumbers.length_of_geographical_area_code(number)
+    if cc == "1" and len(nsn) == 10:
+        area = 3
+    if area and len(nsn) - area >= 6:
+        out.add(nsn[area:])
     if cc == "1":
         out.add("1" + nsn)
     else:
@@ -123,7 +182,9 @@ def _edge(c: str) -> tuple[str, str]:
 def _key_pattern(k: str) -> str:
     before, _a = _edge(k[0])
     _b, after = _edge(k[-1])
-    return before + _GAP.join(_char(c) for c in k) + after
+    # a long number may be padded with zeros in front (fixed-width fields)
+    padding = f"(?:0{_GAP})*" if len(k) >= 6 and k[0] in "123456789" else ""
+    return before + padding + _GAP.join(_char(c) for c in k) + after
 
 
 @functools.lru_cache(maxsize=1024)
@@ -154,7 +215,36 @@ def find(text: str, values: Iterable[str]) -> list[tuple[int, int]]:
     present = scanner(values).present(projection(text))
     if not present:
         return []
-    return _all_matches(_compiled(tuple(sorted(present))), text)
+    p = _compiled(tuple(sorted(present)))
+    if text.isascii():
+        return _all_matches(p, text)
+    # other writings of the same letters and digits (mathematical bold, superscripts,
+    # Arabic-Indic digits...): matched on a character-for-character normal form, the spans
+    # mapped back to the text
+    normal, where = _normalised(text)
+    return [(where[a], where[b - 1] + 1) for a, b in _all_matches(p, normal)]
+
+
+_NONASCII_DIGIT = re.compile(r"(?![0-9])\d")
+
+
+def _normalised(text: str) -> tuple[str, list[int]]:
+    """``text`` with each character in its NFKC form and every decimal digit of any script
+    as an ASCII digit, and, for each character of the result, the index of the character of
+    ``text`` it comes from."""
+    if unicodedata.is_normalized("NFKC", text) and not _NONASCII_DIGIT.search(text):
+        return text, list(range(len(text)))
+    out: list[str] = []
+    where: list[int] = []
+    for i, c in enumerate(text):
+        if c.isascii():
+            form = c
+        else:
+            d = unicodedata.decimal(c, None)
+            form = str(d) if d is not None else unicodedata.normalize("NFKC", c)
+        out.append(form)
+        where.extend([i] * len(form))
+    return "".join(out), where
 
 
 def _all_matches(p: re.Pattern, text: str) -> list[tuple[int, int]]:
@@ -181,7 +271,7 @@ def projection(text: str) -> str:
         text = html.unescape(text)
     if text.isascii():  # most mail: bytes.translate deletes at memory speed
         return text.encode("ascii").translate(None, _ASCII_NOT_ALNUM).decode("ascii").lower()
-    return _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", text)).lower()
+    return _NOT_ALNUM.sub("", _normalised(text)[0]).lower()
 
 
 class Scanner:
@@ -257,6 +347,10 @@ def redact(text: str, spans: Iterable[tuple[int, int]]) -> str:
         start, end = max(0, start), min(len(text), end)
         if end <= start:
             continue
+        # what opens a writing goes with it: a page showing "(████" or "+████" would tell
+        # the value's format
+        while start > 0 and text[start - 1] in "+(":
+            start -= 1
         while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
             start -= 1
         while end < len(text) and text[end].isalnum() and text[end - 1].isalnum():
@@ -280,13 +374,5 @@ def redact_everywhere(text: str, values: Iterable[str]) -> str:
     A redaction hides values, not offsets: the same account number repeated later in the
     message, quoted in a reply, written compact or in groups, in the subject, a header or an
     attachment must not stay readable or searchable."""
-    spans = [(_opening(text, a), b) for a, b in find(text, values)]
+    spans = find(text, values)
     return redact(text, spans) if spans else text
-
-
-def _opening(text: str, start: int) -> int:
-    """Where a writing begins with what opens it: ``+`` or ``(`` just before (a page showing
-    ``(████`` or ``+████`` would tell the value's format)."""
-    while start > 0 and text[start - 1] in "+(":
-        start -= 1
-    return start

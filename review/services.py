@@ -20,6 +20,8 @@ from django.utils import timezone
 
 from annotate.jobs import queue_on_commit
 from annotate.models import Collection, Document, Persona
+from annotate.selectors import document_text
+from ranking import lucene
 from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
 from ranking.services import near_duplicate_groups
@@ -46,10 +48,21 @@ class SearchOutcome:
         """The shown documents as the results page lists them: each group's head (best
         ranked) with the near-duplicates collapsed under it, in rank order."""
         by_docid = {d.docid: d for d in self.shown}
-        groups = near_duplicate_groups(
-            collection=self.search.collection, docids=[d.docid for d in self.shown]
-        )
-        return [(by_docid[g[0]], [by_docid[d] for d in g[1:]]) for g in groups]
+        alone = {d.docid for d in self.shown if getattr(d, "redacted", False)}
+        groups = groups_of(self.search.collection, [d.docid for d in self.shown], alone)
+        return [(by_docid[g[0]], [by_docid[x] for x in g[1:]]) for g in groups]
+
+
+def groups_of(collection: Collection, docids: list[str], alone) -> list[list[str]]:
+    """``docids`` (ranked) in near-duplicate groups, each led by its best ranked member, in
+    rank order; a document of ``alone`` (a redacted copy) is a group of its own: the
+    near-duplicates are found on the original texts, so grouping a redacted copy would tell
+    which redacted values are equal, in the groups and in how many results fit (issue 31)."""
+    groups = near_duplicate_groups(
+        collection=collection, docids=[d for d in docids if d not in alone]
+    )
+    heads = {g[0]: g for g in groups}
+    return [[d] if d in alone else heads[d] for d in docids if d in alone or d in heads]
 
 
 def _publication(collection: Collection) -> Publication:
@@ -76,7 +89,7 @@ def search_protected(*, user, collection: Collection, query: str) -> SearchOutco
     # near-duplicates it collapses (among visible documents only: ``near_duplicate_groups``).
     k = publication.review_k
     hits = view.search(query, 2 * k)
-    groups = near_duplicate_groups(collection=collection, docids=[h.docid for h in hits])[:k]
+    groups = groups_of(collection, [h.docid for h in hits], view.redacted)[:k]
     kept = {docid for group in groups for docid in group}
     hits = [h for h in hits if h.docid in kept]
     by_docid = {
@@ -262,7 +275,15 @@ def released_for(*, user, search: SearchLog, already: set[int]) -> list[tuple[Do
         for pk in shown or []
     }
     copies = redaction.searcher_copies(persona=search.persona, documents=[d for d, _w in out])
-    out = [(c, w) for c, (_d, w) in zip(copies, out, strict=True)]
+    # A request made before a redaction still names the query that asked it; a document is
+    # listed only if, as the searcher reads it now, it answers that query (else a search for
+    # a value redacted since would learn which documents hold it).
+    terms = set(lucene.analyze(" ".join(search.query.split())))
+    out = [
+        (c, w)
+        for c, (_d, w) in zip(copies, out, strict=True)
+        if not getattr(c, "redacted", False) or terms & set(lucene.analyze(_shown_text(c)))
+    ]
     new = [d.pk for d, _w in out if d.pk not in logged]
     if new:
         with transaction.atomic():
@@ -274,6 +295,14 @@ def released_for(*, user, search: SearchLog, already: set[int]) -> list[tuple[Do
                 shown=new,
             )
     return out
+
+
+def _shown_text(doc: Document) -> str:
+    """The text a searcher's copy is indexed by: subject, body and its attachments' text."""
+    attachments = getattr(doc, "shown_attachments", None)
+    if attachments is None:
+        attachments = list(doc.attachments.all())
+    return document_text(doc.subject, doc.body, [a.text for a in attachments if a.is_text])
 
 
 def searcher_document(*, user, collection: Collection, document_id: int) -> Document | None:

@@ -41,6 +41,7 @@ class VisibleView:
     index: VisibleIndex
     docids: frozenset[str]
     postings: Postings  # the whole index version's, for the archivist's requests
+    redacted: frozenset[str] = frozenset()  # visible documents a searcher reads redacted
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The top ``k`` visible documents for a searcher's query, best first."""
@@ -141,7 +142,7 @@ def view(publication: Publication) -> VisibleView:
         analyze=lucene.analyze,
     )
     searched = postings.replaced(redacted)
-    fresh = VisibleView(key, VisibleIndex(searched, rows), shown, postings)
+    fresh = VisibleView(key, VisibleIndex(searched, rows), shown, postings, frozenset(redacted))
     with _lock:
         _views[publication.pk] = fresh
     return fresh
