@@ -115,9 +115,11 @@ _PARTICLES = {
 GIVEN, SURNAME, FULL, LOCAL, GATED = 1, 2, 4, 8, 16
 _FORM, _PREFIX = 32, 64  # a whole form; the leading words of a longer one
 
-_TOKEN = re.compile(r"[^\W_]+")
-# between two words of a name: spaces (one line break at most), ". ", ", ", or a joiner
-_NEXT = re.compile(r"(\.?,?[ \t]*\n?[ \t]*|[-'’_.])([^\W_]+)")
+# a word: letters and digits, with the combining accents of a decomposed text ("e\u0301")
+_TOKEN = re.compile(r"[^\W_]+(?:[\u0300-\u036f]+[^\W_]*)*")
+# between two words of a name: spaces (one line break at most), ". ", ", ", or a joiner, a
+# dot before a hyphen too ("J.-P.")
+_NEXT = re.compile(r"(\.?,?[ \t]*\n?[ \t]*|\.?[-'’_.])([^\W_]+(?:[\u0300-\u036f]+[^\W_]*)*)")
 _SPACES = re.compile(r"\s+")
 # A name glued to these and a word is part of an address, a file name or a path; a slash
 # only for a lower-case handle (``/~mgallagher/``): between capitalised names it separates
@@ -174,7 +176,7 @@ def _is_initial(word: str) -> bool:
 def person_name(display: str) -> PersonName | None:
     """The person's name in a display name, or None when it does not look like a person's
     (see the module's docstring)."""
-    d = display.strip().strip("\"'").strip()
+    d = unicodedata.normalize("NFC", display).strip().strip("\"'").strip()
     d = re.sub(r"\([^)]*\)|\[[^\]]*\]|\"[^\"]*\"", " ", d)  # comments, quoted nicknames
     if not d or "@" in d or any(c.isdigit() for c in d):
         return None
@@ -227,6 +229,17 @@ def person_name(display: str) -> PersonName | None:
         return None
     middle = [w for w in before if w is not given]
     return PersonName(words, given, surname, middle, lower)
+
+
+@lru_cache(maxsize=65536)
+def _unaccented(word: str) -> str:
+    """A word without its accents, its case kept (``Núñez`` -> ``Nunez``, ``Ó`` -> ``O``), a
+    typographic apostrophe as a plain one: how the gazetteer's keys and the text's words are
+    compared, so a name is found written with or without the accents of its display name."""
+    if word.isascii():
+        return word
+    s = unicodedata.normalize("NFKD", word.replace("’", "'"))
+    return "".join(c for c in s if not unicodedata.combining(c))
 
 
 def _fold(word: str) -> str:
@@ -317,7 +330,7 @@ class Gazetteer:
         self.forms = dict(forms or {})
         self.trie: dict[str, int] = {}
         for form, flags in self.forms.items():
-            keys = _keys(form)
+            keys = _keys(_unaccented(form))
             for key in keys[:-1]:
                 self.trie[key] = self.trie.get(key, 0) | _PREFIX
             self.trie[keys[-1]] = self.trie.get(keys[-1], 0) | _FORM | flags
@@ -368,10 +381,13 @@ class Gazetteer:
         flags)``, left to right, not overlapping."""
         trie, out, taken = self.trie, [], 0
         for m in _TOKEN.finditer(text):
-            v = trie.get(m.group())
+            key = m.group()
+            if not key.isascii():
+                key = _unaccented(key)
+            v = trie.get(key)
             if v is None or m.start() < taken:
                 continue
-            start, end, key = m.start(), m.end(), m.group()
+            start, end = m.start(), m.end()
             if not _edge_before(text, start):
                 continue
             ends = [(end, v)] if v & _FORM else []
@@ -379,13 +395,15 @@ class Gazetteer:
                 n = _NEXT.match(text, end)
                 if n is None:
                     break
-                sep = n.group(1)
+                sep, word = n.group(1, 2)
                 if len(sep) > 1 and sep not in (". ", ", "):
                     sep = _SPACES.sub(" ", sep)
-                v = trie.get(f"{key}{sep}{n.group(2)}")
+                if not word.isascii() or sep == "’":
+                    sep, word = sep.replace("’", "'"), _unaccented(word)
+                v = trie.get(f"{key}{sep}{word}")
                 if v is None:
                     break
-                key, end = f"{key}{sep}{n.group(2)}", n.end()
+                key, end = f"{key}{sep}{word}", n.end()
                 if v & _FORM:
                     ends.append((end, v))
             for end, v in reversed(ends):

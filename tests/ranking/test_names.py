@@ -132,6 +132,24 @@ def test_a_handle_not_made_of_the_name_counts_only_in_a_names_context(gazetteer)
 
 
 @pytest.mark.parametrize(
+    ("display", "text", "span"),
+    [
+        ("Renée Moreau", "Renee Moreau sent the report.", "Renee Moreau"),
+        ("Renée Moreau", "RENEE MOREAU", "RENEE MOREAU"),
+        ("Jose Nunez", "José Núñez signed.", "José Núñez"),
+        ("Jose Nunez", "Sr. Núñez ships on the 4th.", "Núñez"),
+        ("Jose Nunez", "Jose\u0301 Nun\u0303ez signed.", "Jose\u0301 Nun\u0303ez"),  # decomposed
+        ("Niall O'Dwyer", "O’Dwyer has the key.", "O’Dwyer"),  # a typographic apostrophe
+        ("Niall O’Dwyer", "O'Dwyer has the key.", "O'Dwyer"),
+    ],
+)
+def test_names_are_found_with_or_without_their_accents_with_exact_spans(display, text, span):
+    g = Gazetteer.from_correspondents([(display, "x@y.example")])
+    start = text.index(span)
+    assert g.find(text) == [Entity("name", start, start + len(span), span)]
+
+
+@pytest.mark.parametrize(
     "display",
     [
         "Customer Service",
