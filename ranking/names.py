@@ -104,12 +104,20 @@ _NOT_A_PERSON = """
 """
 NOT_A_PERSON = frozenset(_NOT_A_PERSON.split())
 
-TITLES = ("Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Prof", "Professor", "Sir", "Dame", "Rev")
+TITLES = (
+    "Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Prof", "Professor", "Sir", "Dame", "Rev",
+    "Sr", "Sra", "Srta", "Dra", "Dña", "Señor", "Señora", "Herr", "Frau", "Mme", "Mlle",
+    "Madame", "Monsieur", "Mevr", "Dhr", "Dott", "Sig", "Signor", "Signora", "Ing",
+)  # fmt: skip
 _SUFFIXES = {"jr", "sr", "ii", "iii", "iv", "phd", "md", "esq", "dds", "cpa", "mba", "obe"}
+# Words before a surname that belong to it: "van der Berg", "de la Cruz", "von Arnim", "du
+# Plessis", "Mac Giolla", "Ó Néill". Those of _CAP_PARTICLES are written capitalised.
 _PARTICLES = {
     "van", "von", "de", "der", "den", "del", "della", "di", "da", "du", "la", "le", "st",
-    "bin", "binti", "ibn", "al", "el", "dos", "das", "ter", "ten", "op",
+    "bin", "binti", "ibn", "al", "el", "dos", "das", "ter", "ten", "op", "zu", "vom", "zum",
+    "zur", "des", "dei", "degli", "af", "av", "mac", "mc", "ó", "ní", "nic", "uí",
 }  # fmt: skip
+_CAP_PARTICLES = {"mac", "mc", "ó", "ní", "nic", "uí", "st"}
 
 # Flags of a form: what part of a name it is, and whether it needs a name's context.
 GIVEN, SURNAME, FULL, LOCAL, GATED = 1, 2, 4, 8, 16
@@ -207,7 +215,10 @@ def person_name(display: str) -> PersonName | None:
     letters = "".join(words)
     lower = letters.islower()
     if lower or letters.isupper():  # "kevin lyda", "HAMILTON, DAVID"
-        words = [w.lower() if w.lower() in _PARTICLES else w.title() for w in words]
+        words = [
+            w.lower() if w.lower() in _PARTICLES.difference(_CAP_PARTICLES) else w.title()
+            for w in words
+        ]
     else:  # "GALLAGHER Maeve": the surname in capitals, first or last
         shouted = [i for i, w in enumerate(words) if len(w) > 2 and w.isupper()]
         words = [w.title() if i in shouted else w for i, w in enumerate(words)]
@@ -261,6 +272,9 @@ def _local_forms(name: PersonName, address: str) -> dict[str, bool]:
         return {}
     g, m = _fold(name.given), "".join(_fold(w)[:1] for w in name.middle)
     surnames = {_fold(name.surname.split()[-1]), _fold(name.surname)}  # "berg", "vanderberg"
+    two = _two_surnames(name)
+    if two:  # "ruiz", "ruizortega"
+        surnames |= {_fold(two[0]), _fold(two[1])}
     made, pairs = {g}, set()
     for s in surnames:
         made |= {s, g + s, g[0] + s, g + s[0], s + g, s + g[0], g[0] + m + s}
@@ -275,6 +289,41 @@ def _common(word: str) -> bool:
     return len(word) <= 2 or word.lower() in COMMON_WORDS
 
 
+def _particle_variants(surname: str) -> list[str]:
+    """A surname with particles as it is written at the start of a sentence and inside one:
+    ``van der Berg``, ``Van der Berg``, ``Van Der Berg`` (``Mac Giolla`` stays capitalised)."""
+    words = surname.split()
+    if len(words) < 2:
+        return [surname]
+    *parts, last = words
+    low = [p if p.lower() in _CAP_PARTICLES else p.lower() for p in parts]
+    cap = [p[:1].upper() + p[1:] for p in low]
+    return list(
+        dict.fromkeys(
+            [surname, " ".join([*low, last]), " ".join([cap[0], *low[1:], last])]
+            + [" ".join([*cap, last])]
+        )
+    )
+
+
+def _two_surnames(name: PersonName) -> tuple[str, str] | None:
+    """``(first surname, both)`` of a name of three words or more whose last two follow the
+    first name and are no initials nor particles: ``Ana Ruiz Ortega`` -> ``("Ruiz", "Ruiz
+    Ortega")``, the Spanish and Portuguese way (for ``Mary Ann Smith``, ``Ann Smith`` is still
+    her name)."""
+    words, surname = name.words, name.surname
+    if " " in surname or len(words) < 3:
+        return None
+    first = words[-2]
+    if (
+        _is_initial(first)
+        or first.lower() in _PARTICLES
+        or words.index(name.given) >= len(words) - 2
+    ):
+        return None
+    return first, f"{first} {surname}"
+
+
 def name_forms(name: PersonName, address: str = "") -> dict[str, int]:
     """Every form of a person's name the gazetteer finds, with its flags."""
     given, surname, middle = name.given, name.surname, name.middle
@@ -286,26 +335,45 @@ def name_forms(name: PersonName, address: str = "") -> dict[str, int]:
     full_words = [w for w in name.words]
     add(" ".join(full_words), FULL)
     add(" ".join(w.rstrip(".") for w in full_words), FULL)
-    add(f"{given} {surname}", FULL)
-    add(f"{surname}, {given}", FULL)
-    add(f"{given} {surname}".upper(), FULL)
-    add(f"{surname}, {given}".upper(), FULL)
-    if middle:
-        initials = " ".join(w[0] + "." for w in middle)
-        add(f"{given} {initials} {surname}", FULL)
-        add(f"{surname}, {given} {initials}", FULL)
+    surnames = _particle_variants(surname)
+    two = _two_surnames(name)
+    if two:  # "Ruiz Ortega", "Sra. Ruiz", "Ana Ruiz"
+        surnames.append(two[1])
+        add(two[0], SURNAME | GATED)
+        add(f"{given} {two[0]}", FULL | (GATED if _common(two[0]) else 0))
+    givens = [given]
+    if "-" in given:  # "Jean-Pierre", also "Jean Pierre"
+        givens.append(given.replace("-", " "))
+    between = name.words[name.words.index(given) + 1 : -2]
+    if two and len(between) == 1 and not _is_initial(between[0]):  # "María José García López"
+        givens.append(f"{given} {between[0]}")
     first = name.words[0] if _is_initial(name.words[0]) else given
-    for initial in {first[0], given[0]}:
-        add(f"{initial}. {surname}", FULL)
-        add(f"{initial}.{surname}", FULL)
-        risky = initial in "AIO" or _common(surname.split()[-1])
-        add(f"{initial} {surname}", FULL | (GATED if risky else 0))
+    initials = {first[0], given[0]}
+    if "-" in given:  # "J.-P. Lacroix", "J-P Lacroix", "J.P. Lacroix", "JP Lacroix"
+        i = [p[0] for p in given.split("-") if p]
+        initials |= {".-".join(i), "-".join(i), ".".join(i), "".join(i)}
+    for sn in surnames:
+        for g in givens:
+            add(f"{g} {sn}", FULL)
+            add(f"{sn}, {g}", FULL)
+            add(f"{g} {sn}".upper(), FULL)
+            add(f"{sn}, {g}".upper(), FULL)
+        for initial in initials:
+            add(f"{initial}. {sn}", FULL)
+            add(f"{initial}.{sn}", FULL)
+            risky = initial in "AIO" or _common(sn.split()[-1])
+            add(f"{initial} {sn}", FULL | (GATED if risky else 0))
+        add(sn, SURNAME | (GATED if _common(sn) else 0))
+    if middle:
+        initials_ = " ".join(w[0] + "." for w in middle)
+        add(f"{given} {initials_} {surname}", FULL)
+        add(f"{surname}, {given} {initials_}", FULL)
     if name.lower:  # who writes their name in lower case signs so too
         risky = _common(given) or _common(surname.split()[-1])
         add(" ".join(full_words).lower(), FULL | (GATED if risky else 0))
         add(f"{given} {surname}".lower(), FULL | (GATED if risky else 0))
-    add(given, GIVEN | (GATED if _common(given) else 0))
-    add(surname, SURNAME | (GATED if _common(surname) else 0))
+    for g in givens:
+        add(g, GIVEN | (GATED if _common(g) else 0))
     last = surname.split()[-1]
     if last != surname:  # "van der Berg": "Berg" alone too
         add(last, SURNAME | (GATED if _common(last) else 0))

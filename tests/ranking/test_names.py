@@ -149,6 +149,58 @@ def test_names_are_found_with_or_without_their_accents_with_exact_spans(display,
     assert g.find(text) == [Entity("name", start, start + len(span), span)]
 
 
+INTERNATIONAL = [
+    ("Lucía Fernández Vidal", "lfernandez@ayto.example"),
+    ("María José García López", "mjgarcia@uni.example"),
+    ("Joost van den Broek", "j.vandenbroek@gemeente.example"),
+    ("Catalina de la Fuente", "cdelafuente@uni.example"),
+    ("Konrad von Arnim", "kvonarnim@stiftung.example"),
+    ("Marc du Plessis", "mduplessis@trust.example"),
+    ("EOIN MAC GIOLLA", "eoin@council.example"),
+    ("Jean-Pierre Lacroix", "jplacroix@musee.example"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("Sra. Fernández Vidal asked.", "Fernández Vidal"),  # both surnames: one span
+        ("Fernandez Vidal will sign.", "Fernandez Vidal"),
+        ("Lucía Fernández called.", "Lucía Fernández"),  # the first name and first surname
+        ("Sra. Fernández called.", "Fernández"),  # the first surname alone after a title
+        ("Fernández Vidal, Lucía", "Fernández Vidal, Lucía"),
+        ("L. Fernández Vidal signed", "L. Fernández Vidal"),
+        ("García López wrote", "García López"),
+        ("María José will come", "María José"),  # two first names
+        ("Van den Broek thinks so.", "Van den Broek"),  # the particle capitalised
+        ("ask Mr van den Broek", "van den Broek"),
+        ("Joost Van Den Broek came", "Joost Van Den Broek"),
+        ("De la Fuente has it.", "De la Fuente"),
+        ("Dr de la Fuente read it.", "de la Fuente"),
+        ("Herr von Arnim lent them.", "von Arnim"),
+        ("Von Arnim lent them.", "Von Arnim"),
+        ("Du Plessis confirmed.", "Du Plessis"),
+        ("Mac Giolla checked.", "Mac Giolla"),  # a capitalised particle stays capitalised
+        ("J.-P. Lacroix wrote it.", "J.-P. Lacroix"),  # hyphenated initials
+        ("J-P Lacroix wrote it.", "J-P Lacroix"),
+        ("J.P. Lacroix wrote it.", "J.P. Lacroix"),
+        ("Jean-Pierre will bring them.", "Jean-Pierre"),
+        ("Jean Pierre Lacroix", "Jean Pierre Lacroix"),
+    ],
+)
+def test_compound_and_particle_surnames_and_hyphenated_first_names_are_one_span(text, span):
+    g = Gazetteer.from_correspondents(INTERNATIONAL)
+    start = text.index(span)
+    assert g.find(text) == [Entity("name", start, start + len(span), span)]
+
+
+def test_a_first_surname_alone_counts_only_in_a_names_context():
+    g = Gazetteer.from_correspondents(INTERNATIONAL)
+    assert _found(g, "Fernández signed") == [] and _found(g, "García signed") == []
+    assert names.person_name("EOIN MAC GIOLLA").surname == "Mac Giolla"
+    assert names.person_name("PIETER VAN DER BERG").surname == "van der Berg"
+
+
 @pytest.mark.parametrize(
     "display",
     [
