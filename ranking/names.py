@@ -122,6 +122,8 @@ _CAP_PARTICLES = {"mac", "mc", "ó", "ní", "nic", "uí", "st"}
 # Flags of a form: what part of a name it is, and whether it needs a name's context.
 GIVEN, SURNAME, FULL, LOCAL, GATED = 1, 2, 4, 8, 16
 _FORM, _PREFIX = 32, 64  # a whole form; the leading words of a longer one
+# a first name written in lower case ("thx maeve,"): only greeted, thanked or signing off
+INFORMAL = 128
 
 # a word: letters and digits, with the combining accents of a decomposed text ("e\u0301")
 _TOKEN = re.compile(r"[^\W_]+(?:[\u0300-\u036f]+[^\W_]*)*")
@@ -142,7 +144,22 @@ _GREETING = (
     r"|welcome|sorry|ok|okay"
 )
 _GREETING_BEFORE = re.compile(rf"[ \t>|]*(?:{_GREETING})\b[ \t,!:.-]*", re.IGNORECASE)
-_GREETING_AFTER = re.compile(r"[ \t]*(?:[,!:.;?)].*|\s+(?:and|&)\s.*)?")
+# thanks, a greeting, and a few words before the comma: "Thanks so much, Joy"
+_THANKS = r"thanks|thank\s+you|many\s+thanks|thx|ta|cheers|hi|hey|hello|dear|(?:good\s+)?morning"
+_THANKS_BEFORE = re.compile(rf"[ \t>|]*(?:{_THANKS})\b[^\n,.!?;:]{{0,40}}?,[ \t]*", re.IGNORECASE)
+_INFORMAL_BEFORE = re.compile(rf"[ \t>|]*(?:{_THANKS})\b[ \t,!:.-]*", re.IGNORECASE)
+_GREETING_AFTER = re.compile(r"[ \t]*(?:[,!:.;?)\-–—].*|\s+(?:and|&)\s.*)?")
+_SIGN_OFF_LINE = re.compile(rf"[ \t>|]*(?:{_GREETING})[ \t]*[,!.]?[ \t]*", re.IGNORECASE)
+_QUOTED = re.compile(r"[ \t>|]*")
+_DASH_BEFORE = re.compile(r"[ \t>|]*[-–—~]+[ \t]*")
+_INFORMAL_ALONE_AFTER = re.compile(r"[ \t]*,?[ \t]*")
+_INFORMAL_END = re.compile(r"[ \t]*(?:[,!:.;?)\-–—\n]|$|(?:and|&)[ \t])")
+_MONTHS_DAYS = (
+    "January|February|March|April|May|June|July|August|September|October|November|December"
+    "|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
+)
+# a first name calling someone at the start of a line: "Mark, can you..." (not "May, June")
+_VOCATIVE_AFTER = re.compile(rf"[ \t]*,(?:[ \t]*$|[ \t]+(?!(?:{_MONTHS_DAYS})\b)[^\W\d_])")
 _ALONE_BEFORE = re.compile(r"[ \t>|]*(?:[-–—~/*.]+[ \t]*)?")
 _ALONE_AFTER = re.compile(r"[ \t]*[,.!]?[ \t]*")
 _TITLE_BEFORE = re.compile(rf"(?:^|\W)(?:{'|'.join(TITLES)})\.?[ \t]+$")
@@ -264,10 +281,11 @@ def _local_forms(name: PersonName, address: str) -> dict[str, bool]:
     letters (a ``+tag`` dropped): ``maeve.gallagher``, ``mgallagher``, ``maeve_g`` are made
     of the name; ``kre`` is not (it counts only in a name's context)."""
     local = address.rsplit("@", 1)[0].split("+", 1)[0].lower()
-    if not local or not re.fullmatch(r"[a-z]+(?:[._-][a-z]+)*\d*", local):
+    if not local or not re.fullmatch(r"[a-z]+(?:[._'-][a-z]+)*\d*", local):
         return {}
     bare = local.rstrip("0123456789")
-    pieces = re.split(r"[._-]", bare)
+    pieces = [p.replace("'", "") for p in re.split(r"[._-]", bare)]  # "d.o'shea": d, oshea
+    bare = "".join(pieces) if len(pieces) == 1 else bare
     if any(p in NOT_A_PERSON for p in pieces) or bare in COMMON_WORDS:
         return {}
     g, m = _fold(name.given), "".join(_fold(w)[:1] for w in name.middle)
@@ -329,8 +347,9 @@ def name_forms(name: PersonName, address: str = "") -> dict[str, int]:
     given, surname, middle = name.given, name.surname, name.middle
     forms: dict[str, int] = {}
 
-    def add(form: str, flags: int):
-        forms[form] = forms.get(form, 0) | flags
+    def add(form: str, flags: int):  # needs a name's context only if every reading does
+        old = forms.get(form, GATED)
+        forms[form] = (old | flags) & ~(GATED & ~(old & flags))
 
     full_words = [w for w in name.words]
     add(" ".join(full_words), FULL)
@@ -374,6 +393,8 @@ def name_forms(name: PersonName, address: str = "") -> dict[str, int]:
         add(f"{given} {surname}".lower(), FULL | (GATED if risky else 0))
     for g in givens:
         add(g, GIVEN | (GATED if _common(g) else 0))
+        if " " not in g and len(g) > 2:  # "thx maeve,", "— grace"
+            add(g.lower(), GIVEN | INFORMAL | GATED)
     last = surname.split()[-1]
     if last != surname:  # "van der Berg": "Berg" alone too
         add(last, SURNAME | (GATED if _common(last) else 0))
@@ -525,6 +546,8 @@ def _in_context(text: str, found: list, i: int, accepted: list[bool]) -> bool:
     a name in the same list (``Priya, Rose and Mark``). ``accepted``: the verdicts on the
     forms before it."""
     start, end, flags = found[i]
+    if flags & INFORMAL:
+        return _informal(text, start, end)
     first, last = start, end  # with the other part of a name next to it: "Will Brown"
     if flags & GIVEN and i + 1 < len(found):
         s, e, f = found[i + 1]
@@ -544,6 +567,10 @@ def _in_context(text: str, found: list, i: int, accepted: list[bool]) -> bool:
             return True
         if _GREETING_BEFORE.fullmatch(before) and _GREETING_AFTER.fullmatch(after):
             return True
+        if _THANKS_BEFORE.fullmatch(before) and _GREETING_AFTER.fullmatch(after):
+            return True  # "Thanks so much, Joy - the scans..."
+        if flags & GIVEN and _QUOTED.fullmatch(before) and _VOCATIVE_AFTER.match(after):
+            return True  # "Mark, can you..."
         if _ALONE_BEFORE.fullmatch(before) and _ALONE_AFTER.fullmatch(after):
             return True
     if _SAID_AFTER.match(after):
@@ -554,6 +581,29 @@ def _in_context(text: str, found: list, i: int, accepted: list[bool]) -> bool:
         if i + 1 < len(found) and not found[i + 1][2] & (GATED | LOCAL):
             return bool(_LIST_JOIN.fullmatch(text, end, found[i + 1][0]))
     return False
+
+
+def _informal(text: str, start: int, end: int) -> bool:
+    """Whether a first name written in lower case is in an informal greeting or sign-off:
+    after *hi*, *hey*, *thx*, *thanks*... (``thx maeve,``), alone on its line after a dash
+    (``— grace``), or alone on its line under a sign-off (``cheers,`` then ``may``) or when
+    it is no common word (``maeve``)."""
+    if not _INFORMAL_END.match(text, end):  # most "will", "may" go on: "you will see"
+        return False
+    before, after = _line(text, start, end)
+    if _INFORMAL_BEFORE.fullmatch(before) and _GREETING_AFTER.fullmatch(after):
+        return True
+    if not _INFORMAL_ALONE_AFTER.fullmatch(after):
+        return False
+    if _DASH_BEFORE.fullmatch(before):
+        return True
+    if not _QUOTED.fullmatch(before):
+        return False
+    if not _common(text[start:end]):
+        return True
+    line_start = start - len(before)
+    previous = text.rfind("\n", 0, max(line_start - 1, 0)) + 1
+    return line_start > 0 and bool(_SIGN_OFF_LINE.fullmatch(text, previous, line_start - 1))
 
 
 def _joined(text: str, found: list) -> list:

@@ -127,6 +127,61 @@ def test_common_word_names_count_in_a_names_context(gazetteer, text, span):
     assert span in _found(gazetteer, text)
 
 
+INFORMAL = PEOPLE + [
+    ("Grace Mbatha", "gm@x.example"),
+    ("Joy Lindqvist", "jl@x.example"),
+    ("Fiona O'Hara", "f.o'hara@x.example"),
+    ("Tunde Mensah", "tmensah@x.example"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("Mark, can you send the forms?", "Mark"),  # calling someone at the start of a line
+        ("> Will, could you ring them?", "Will"),
+        ("Grace,\nthe boxes came.", "Grace"),
+        ("Thanks again, May - see you Friday.", "May"),  # thanks and a few words, a comma
+        ("Many thanks for the scans, Grace.", "Grace"),
+        ("thx maeve, that helps", "maeve"),  # a first name in lower case, greeted or thanked
+        ("hi joy, quick one about the boxes", "joy"),
+        ("hey grace!", "grace"),
+        ("— grace", "grace"),  # signing off after a dash
+        ("Cheers,\nMay\n", "May"),
+        ("Cheers,\nmay\n", "may"),  # under a sign-off
+        ("see you then\n\nmaeve\n", "maeve"),  # alone on its line, no common word
+        ("-- f.o'hara", "f.o'hara"),  # an address's local part signing off
+        ("— tmensah", "tmensah"),
+        ("tmensah\n", "tmensah"),
+    ],
+)
+def test_first_names_that_are_common_words_count_where_a_name_stands(text, span):
+    g = Gazetteer.from_correspondents(INFORMAL)
+    start = text.index(span)
+    assert g.find(text) == [Entity("name", start, start + len(span), span)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "May I ask whether it is ready?",
+        "May, June and July are busy months.",
+        "The exhibition opens in May.",
+        "you will see it; Will you come?",
+        "Please mark the date. Mark the boxes too.",
+        "We kept the room by the grace of the landlord.",
+        "It was a joy to work on, a real joy.",
+        "I hope you\nwill.\n",  # a paragraph's last word on its own line
+        "thanks, will do",
+        "ok, may be later",
+        "Grace periods end on Friday.",
+    ],
+)
+def test_common_words_stay_unmarked_outside_those_positions(text):
+    g = Gazetteer.from_correspondents(INFORMAL)
+    assert _found(g, text) == []
+
+
 def test_a_handle_not_made_of_the_name_counts_only_in_a_names_context(gazetteer):
     assert _found(gazetteer, "ask kre about it") == []
 
