@@ -104,6 +104,37 @@ _NOT_A_PERSON = """
 """
 NOT_A_PERSON = frozenset(_NOT_A_PERSON.split())
 
+# Words of a company's name: its legal form, or a trade's word a firm is named with after its
+# founder ("Doyle Consulting", "Whitfield PR"). Case-sensitive ("AS", not "as").
+_COMPANY_WORDS = """
+    GmbH AG KG KGaA OHG UG eV AS ASA AB ApS Oy Oyj BV NV VOF SA SAS SARL SL SLU SpA Srl SRL
+    Ltd LTD Limited LLC LLP LP Inc INC Corp Corporation Co Company PLC plc Pty Bros Brothers
+    Sons Partners Partnership Associates Advies Arkitekter Architects Architecten Maschinenbau
+    Technik Consulting Consultants Consultancy Advisors Advisory PR HVAC Group Holdings Holding
+    Logistics Solutions Services Systems Engineering Construction Builders Electrical Plumbing
+    Properties Estates Eiendom Vastgoed Immobilien Bau Design Software Technologies Capital
+    Ventures Investments Insurance Legal Solicitors Lawyers Accountants Motors Foods Transport
+    Trading Industries Verlag Stiftung Foundation Trust Media Studio Management Marketing Labs
+"""
+COMPANY_WORDS = frozenset(_COMPANY_WORDS.split())
+# capitalised words of a title-case subject line that end a company's name: "Meeting With
+# Okafor About Group Finances" is no company
+_STOPS = "About With For From To On In At Re Fwd Fw The Of Regarding And Or Our Your"
+_TITLE_CASE_STOPS = frozenset(_STOPS.split())
+# Words after a name that make it a place's or a building's (after 's only for the words
+# that are also surnames: "Stephen's Green", "Patrick's Day", not "Will Hall").
+_PLACE_WORDS = (
+    "Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Square|Sq|Place|Pl|Drive|Terrace|Crescent|Quay"
+    "|Boulevard|Blvd|Parade|Mews|Alley|Gardens|Way|Close|Court|Row|Grove|Walk|Strasse|Straße"
+    "|Gasse|Platz|Allee|Library|Hospital|College|University|School|Institute|Centre|Center"
+    "|Station|Airport|Hotel|Stadium|Theatre|Theater|Museum|Cathedral|Chapel|Building"
+)
+_PLACE_AFTER = re.compile(
+    rf"(?:['’]s)?[ \t]+({_PLACE_WORDS})\b(?!['’-]\w)"
+    r"|['’]s[ \t]+(Day|Eve|Night|Park|Green|Hall|Church|Bridge|Hill|Well)\b"
+)
+_SAINT_BEFORE = re.compile(r"(?<![\w.])(?:St|Saint|Sainte|Ste|Sankt|San|Santa|Santo|São)\.?[ \t]+$")
+
 TITLES = (
     "Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Prof", "Professor", "Sir", "Dame", "Rev",
     "Sr", "Sra", "Srta", "Dra", "Dña", "Señor", "Señora", "Herr", "Frau", "Mme", "Mlle",
@@ -452,16 +483,22 @@ class Gazetteer:
         if not text or not self.trie:
             return []
         found = self._candidates(text)
+        if found:
+            found = [c for i, c in enumerate(found) if not _no_person(text, found, i)]
         if not found:
             return []
         accepted: list[bool] = []
         for i, (_s, _e, flags) in enumerate(found):
             accepted.append(not flags & GATED or _in_context(text, found, i, accepted))
         kept = [c for c, ok in zip(found, accepted, strict=True) if ok]
-        out = []
+        out: list[Entity] = []
         for s, e, f in _joined(text, kept):
             if f & (GIVEN | FULL) and s >= 3 and _INITIAL_BEFORE.fullmatch(text, s - 3, s):
                 s = s - 3  # "R. Kevin Oberman"
+            if out and s < out[-1].end:  # spans never overlap: the longer one wins
+                if e - s > out[-1].end - out[-1].start:
+                    out[-1] = Entity("name", s, e, text[s:e])
+                continue
             out.append(Entity("name", s, e, text[s:e]))
         return out
 
@@ -580,6 +617,41 @@ def _in_context(text: str, found: list, i: int, accepted: list[bool]) -> bool:
             return not found[i - 1][2] & LOCAL
         if i + 1 < len(found) and not found[i + 1][2] & (GATED | LOCAL):
             return bool(_LIST_JOIN.fullmatch(text, end, found[i + 1][0]))
+    return False
+
+
+def _no_person(text: str, found: list, i: int) -> bool:
+    """Whether a name found is part of a place's, a day's or an organisation's name: before a
+    street's or a building's word (``Kevin Street``, ``Whitfield Road``, ``Wilson Library``;
+    ``Stephen's Green``, ``Patrick's Day``), after *St* or *Saint* (``St Stephen's Day``), or,
+    a surname or first name alone, followed by capitalised words with a company's word
+    (``Brandt Technik GmbH``, ``Doyle Consulting``, ``Raman & Associates``; a full name
+    stays a name: ``Stefan Brandt | Brandt Technik GmbH``)."""
+    start, end, flags = found[i]
+    if start and _SAINT_BEFORE.search(text, max(0, start - 8), start):
+        return True
+    place = _PLACE_AFTER.match(text, end)
+    if place:  # unless that word is a name of the gazetteer: "Will Hall"
+        after = place.start(1) if place.start(1) >= 0 else place.start(2)
+        if not (i + 1 < len(found) and found[i + 1][0] == after):
+            return True
+    return not flags & FULL and _company_after(text, end)
+
+
+def _company_after(text: str, end: int) -> bool:
+    """Whether the words after ``end`` on its line, capitalised, name a company: up to four
+    of them, joined by spaces or ``&``, one of them a company's word (``COMPANY_WORDS``)."""
+    if text[end : end + 1] not in (" ", "\t"):
+        return False
+    for word in text[end + 1 : end + 80].split("\n", 1)[0].split()[:4]:
+        core = word.rstrip(",;:!?)")
+        if core.rstrip(".").replace(".", "").replace("/", "") in COMPANY_WORDS:
+            return True
+        if word in ("&", "and"):
+            continue
+        core = core.rstrip(".")
+        if core != word or not core[:1].isupper() or core in _TITLE_CASE_STOPS:
+            return False
     return False
 
 

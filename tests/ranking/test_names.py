@@ -256,6 +256,69 @@ def test_a_first_surname_alone_counts_only_in_a_names_context():
     assert names.person_name("PIETER VAN DER BERG").surname == "van der Berg"
 
 
+ORGANISED = PEOPLE + [
+    ("Stefan Brandt", "s.brandt@brandt-technik.example"),
+    ("Aisling Doyle", "adoyle@doyle-consulting.example"),
+    ("Kari Solheim", "ksolheim@eiendom.example"),
+    ("Rose Whitfield", "rwhitfield@uni.example"),
+    ("Femke Jansen", "fjansen@vastgoed.example"),
+    ("Chidi Okafor", "cokafor@trust.example"),
+    ("Stephen Kiely", "skiely@parish.example"),
+    ("Patrick Nolan", "pnolan@parish.example"),
+    ("Grace Mbatha", "gm@x.example"),
+    ("Anna Grove", "agrove@x.example"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "names_found"),
+    [
+        # a surname in a company's name is no person's mention
+        ("The invoice from Brandt Technik GmbH came.", []),
+        ("Solheim Eiendom AS owns the warehouse.", []),
+        ("Doyle Consulting sent the report.", []),
+        ("Whitfield PR will handle the press.", []),
+        ("Gallagher & Okafor LLP audited it.", []),
+        ("Jansen Vastgoed B.V. sold it.", []),
+        ("Brandt A/S", []),
+        # a full name next to the company keeps the name, the company's surname goes
+        ("Stefan Brandt | Brandt Technik GmbH", ["Stefan Brandt"]),
+        ("Aisling Doyle of Doyle Consulting will present.", ["Aisling Doyle"]),
+        # capitalised words without a company's word, or a title-case subject line
+        ("Meeting With Doyle About Group Finances", ["Doyle"]),
+        ("Ask Doyle, Consulting Engineer", ["Doyle"]),
+        # a first name or surname in a street's, a building's, a day's name
+        ("Parking on Stephen Street is free.", []),
+        ("The office is closed for St Stephen's Day.", []),
+        ("Saint Patrick's Cathedral is next door.", []),
+        ("Stephen's Green is across the road.", []),
+        ("on Patrick St. by the bridge", []),
+        ("Grace Street and Mark Lane", []),
+        ("The storage unit on Whitfield Road floods.", []),
+        ("The Kiely Library has a copy.", []),
+        ("Stephen said so; Patrick Nolan agreed.", ["Stephen", "Patrick Nolan"]),
+        ("Maeve Grove came.", ["Maeve Grove"]),  # the word after is a name of the gazetteer
+        ("Thanks, Grace\nStreet parking is free.", ["Grace"]),
+    ],
+)
+def test_names_in_companies_places_and_days_are_no_persons(text, names_found):
+    assert _found(Gazetteer.from_correspondents(ORGANISED), text) == names_found
+
+
+def test_spans_never_overlap_the_longest_wins():
+    g = Gazetteer.from_correspondents([("Adam L. Beberg", "a@x.example"), ("Kevin Oberman", "")])
+    found = g.find("Beberg, Adam L. Kevin Oberman")
+    assert [e.text for e in found] == ["L. Kevin Oberman"]
+    lines = DEV.read_text().splitlines()
+    headers = [ln for ln in lines if ln.startswith("# correspondents:")]
+    dev = Gazetteer.from_correspondents(
+        [pair for ln in headers for pair in names.correspondents_header(ln)]
+    )
+    for line in lines:
+        spans = dev.find(entities.parse_labelled(line)[0])
+        assert all(a.end <= b.start for a, b in zip(spans, spans[1:], strict=False)), line
+
+
 @pytest.mark.parametrize(
     "display",
     [
