@@ -15,12 +15,20 @@ finds, in a subject or body:
   ``email``: ``maeve.gallagher@example.org`` is no name, nor ``/home/mgallagher/``);
 - a display name written in lower case as written (``kevin lyda``);
 - a first name and a surname next to each other, of one person or two, as one span, with a
-  middle initial between them or an initial before (``Maeve A. Brown``, ``R. Kevin Oberman``).
+  middle initial between them or an initial before (``Maeve A. Brown``, ``R. Kevin Oberman``);
+- a surname with its particles as one span, the particles capitalised at a sentence's start
+  or not (``van der Berg``, ``Van der Berg``, ``De la Fuente``, ``Mac Giolla``), and the two
+  surnames of a Spanish or Portuguese name (``Fernández Vidal`` of ``Lucía Fernández Vidal``;
+  ``Lucía Fernández``; ``Fernández`` alone only in a name's context);
+- a hyphenated first name and its initials (``Jean-Pierre``, ``J.-P. Lacroix``, ``J-P``);
+- a first name written in lower case only greeted, thanked or signing off (``thx maeve,``,
+  ``— grace``).
 
 Matching is case-sensitive (a name is written capitalised, a local part lower case), by whole
-words, longest form first. The text is read once, word by word, each word looked up in one
-dict holding every form and every leading part of a longer form (so the cost is per word, not
-per name in the gazetteer).
+words, accents folded on both sides (``Renee`` finds ``Renée`` and ``Núñez`` finds ``Nunez``;
+the span is the text's), longest form first; spans never overlap. The text is read once,
+word by word, each word looked up in one dict holding every form and every leading part of a
+longer form (so the cost is per word, not per name in the gazetteer).
 
 Precision:
 
@@ -34,7 +42,13 @@ Precision:
   count only in a name's context: after a title (``Mr Brown``), in a greeting or sign-off
   (``Hi Will,``, ``Thanks, Mark`` ending a line, ``Mark`` alone on a line, ``-- Will``),
   before *wrote/said*, next to another part of a name (``Maeve Brown``: a first name then a
-  surname, found as one span), or in a list with a name (``Priya, Rose and Mark``).
+  surname, found as one span), or in a list with a name (``Priya, Rose and Mark``); a first
+  name also calling someone at a line's start (``Mark, can you...``, not ``May, June``) or
+  after thanks and a few words (``Thanks again, May -``);
+- a name before a street's or a building's word (``Kevin Street``, ``Wilson Library``,
+  ``Stephen's Green``, ``Patrick's Day``) or after *St*/*Saint* is no person; nor a surname or
+  first name alone before capitalised words with a company's word (``Brandt Technik GmbH``,
+  ``Doyle Consulting``: ``COMPANY_WORDS``).
 
 Precision and recall on ``tests/fixtures/names_dev.txt`` are in ``docs/redaction.md``.
 """
