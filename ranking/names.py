@@ -171,7 +171,9 @@ _FORM, _PREFIX = 32, 64  # a whole form; the leading words of a longer one
 INFORMAL = 128
 
 # a word: letters and digits, with the combining accents of a decomposed text ("e\u0301")
-_TOKEN = re.compile(r"[^\W_]+(?:[\u0300-\u036f]+[^\W_]*)*")
+_TOKEN = re.compile(r"[^\W_]+")
+_TOKEN_MARKS = re.compile(r"[^\W_]+(?:[\u0300-\u036f]+[^\W_]*)*")
+_COMBINING = re.compile(r"[\u0300-\u036f]")
 # between two words of a name: spaces (one line break at most), ". ", ", ", or a joiner, a
 # dot before a hyphen too ("J.-P.")
 _NEXT = re.compile(r"(\.?,?[ \t]*\n?[ \t]*|\.?[-'’_.])([^\W_]+(?:[\u0300-\u036f]+[^\W_]*)*)")
@@ -520,9 +522,11 @@ class Gazetteer:
         """Every longest form at a word start whose edges are a name's: ``(start, end,
         flags)``, left to right, not overlapping."""
         trie, out, taken = self.trie, [], 0
-        for m in _TOKEN.finditer(text):
+        plain = text.isascii()  # most texts: no word to fold
+        token = _TOKEN if plain or not _COMBINING.search(text) else _TOKEN_MARKS
+        for m in token.finditer(text):
             key = m.group()
-            if not key.isascii():
+            if not plain and not key.isascii():
                 key = _unaccented(key)
             v = trie.get(key)
             if v is None or m.start() < taken:
