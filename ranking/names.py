@@ -681,7 +681,9 @@ def _informal(text: str, start: int, end: int) -> bool:
     if not _INFORMAL_END.match(text, end):  # most "will", "may" go on: "you will see"
         return False
     before, after = _line(text, start, end)
-    if _INFORMAL_BEFORE.fullmatch(before) and _GREETING_AFTER.fullmatch(after):
+    if (
+        _INFORMAL_BEFORE.fullmatch(before) or _THANKS_BEFORE.fullmatch(before)
+    ) and _GREETING_AFTER.fullmatch(after):
         return True
     if not _INFORMAL_ALONE_AFTER.fullmatch(after):
         return False

@@ -146,6 +146,7 @@ INFORMAL = PEOPLE + [
         ("thx maeve, that helps", "maeve"),  # a first name in lower case, greeted or thanked
         ("hi joy, quick one about the boxes", "joy"),
         ("hey grace!", "grace"),
+        ("thanks for the scans, grace - lovely", "grace"),
         ("— grace", "grace"),  # signing off after a dash
         ("Cheers,\nMay\n", "May"),
         ("Cheers,\nmay\n", "may"),  # under a sign-off
