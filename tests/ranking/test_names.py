@@ -420,9 +420,9 @@ def test_precision_and_recall_on_the_labelled_development_set():
     lines = DEV.read_text().splitlines()
     assert len([ln for ln in lines if ln.strip() and not ln.startswith("#")]) >= 60
     score = names.evaluate(lines)
-    assert score.gold >= 60
+    assert score.gold >= 100
     # docs/redaction.md reports the figures; a change that lowers them fails here
-    assert score.precision >= 0.95 and score.recall >= 0.9, score
+    assert score.precision >= 0.97 and score.recall >= 0.93, score
 
 
 @pytest.mark.parametrize(
