@@ -15,12 +15,20 @@ finds, in a subject or body:
   ``email``: ``maeve.gallagher@example.org`` is no name, nor ``/home/mgallagher/``);
 - a display name written in lower case as written (``kevin lyda``);
 - a first name and a surname next to each other, of one person or two, as one span, with a
-  middle initial between them or an initial before (``Maeve A. Brown``, ``R. Kevin Oberman``).
+  middle initial between them or an initial before (``Maeve A. Brown``, ``R. Kevin Oberman``);
+- a surname with its particles as one span, the particles capitalised at a sentence's start
+  or not (``van der Berg``, ``Van der Berg``, ``De la Fuente``, ``Mac Giolla``), and the two
+  surnames of a Spanish or Portuguese name (``Fernández Vidal`` of ``Lucía Fernández Vidal``;
+  ``Lucía Fernández``; ``Fernández`` alone only in a name's context);
+- a hyphenated first name and its initials (``Jean-Pierre``, ``J.-P. Lacroix``, ``J-P``);
+- a first name written in lower case only greeted, thanked or signing off (``thx maeve,``,
+  ``— grace``).
 
 Matching is case-sensitive (a name is written capitalised, a local part lower case), by whole
-words, longest form first. The text is read once, word by word, each word looked up in one
-dict holding every form and every leading part of a longer form (so the cost is per word, not
-per name in the gazetteer).
+words, accents folded on both sides (``Renee`` finds ``Renée`` and ``Núñez`` finds ``Nunez``;
+the span is the text's), longest form first; spans never overlap. The text is read once,
+word by word, each word looked up in one dict holding every form and every leading part of a
+longer form (so the cost is per word, not per name in the gazetteer).
 
 Precision:
 
@@ -34,7 +42,13 @@ Precision:
   count only in a name's context: after a title (``Mr Brown``), in a greeting or sign-off
   (``Hi Will,``, ``Thanks, Mark`` ending a line, ``Mark`` alone on a line, ``-- Will``),
   before *wrote/said*, next to another part of a name (``Maeve Brown``: a first name then a
-  surname, found as one span), or in a list with a name (``Priya, Rose and Mark``).
+  surname, found as one span), or in a list with a name (``Priya, Rose and Mark``); a first
+  name also calling someone at a line's start (``Mark, can you...``, not ``May, June``) or
+  after thanks and a few words (``Thanks again, May -``);
+- a name before a street's or a building's word (``Kevin Street``, ``Wilson Library``,
+  ``Stephen's Green``, ``Patrick's Day``) or after *St*/*Saint* is no person; nor a surname or
+  first name alone before capitalised words with a company's word (``Brandt Technik GmbH``,
+  ``Doyle Consulting``: ``COMPANY_WORDS``).
 
 Precision and recall on ``tests/fixtures/names_dev.txt`` are in ``docs/redaction.md``.
 """
@@ -104,20 +118,65 @@ _NOT_A_PERSON = """
 """
 NOT_A_PERSON = frozenset(_NOT_A_PERSON.split())
 
-TITLES = ("Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Prof", "Professor", "Sir", "Dame", "Rev")
+# Words of a company's name: its legal form, or a trade's word a firm is named with after its
+# founder ("Doyle Consulting", "Whitfield PR"). Case-sensitive ("AS", not "as").
+_COMPANY_WORDS = """
+    GmbH AG KG KGaA OHG UG eV AS ASA AB ApS Oy Oyj BV NV VOF SA SAS SARL SL SLU SpA Srl SRL
+    Ltd LTD Limited LLC LLP LP Inc INC Corp Corporation Co Company PLC plc Pty Bros Brothers
+    Sons Partners Partnership Associates Advies Arkitekter Architects Architecten Maschinenbau
+    Technik Consulting Consultants Consultancy Advisors Advisory PR HVAC Group Holdings Holding
+    Logistics Solutions Services Systems Engineering Construction Builders Electrical Plumbing
+    Properties Estates Eiendom Vastgoed Immobilien Bau Design Software Technologies Capital
+    Ventures Investments Insurance Legal Solicitors Lawyers Accountants Motors Foods Transport
+    Trading Industries Verlag Stiftung Foundation Trust Media Studio Management Marketing Labs
+"""
+COMPANY_WORDS = frozenset(_COMPANY_WORDS.split())
+# capitalised words of a title-case subject line that end a company's name: "Meeting With
+# Okafor About Group Finances" is no company
+_STOPS = "About With For From To On In At Re Fwd Fw The Of Regarding And Or Our Your"
+_TITLE_CASE_STOPS = frozenset(_STOPS.split())
+# Words after a name that make it a place's or a building's (after 's only for the words
+# that are also surnames: "Stephen's Green", "Patrick's Day", not "Will Hall").
+_PLACE_WORDS = (
+    "Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Square|Sq|Place|Pl|Drive|Terrace|Crescent|Quay"
+    "|Boulevard|Blvd|Parade|Mews|Alley|Gardens|Way|Close|Court|Row|Grove|Walk|Strasse|Straße"
+    "|Gasse|Platz|Allee|Library|Hospital|College|University|School|Institute|Centre|Center"
+    "|Station|Airport|Hotel|Stadium|Theatre|Theater|Museum|Cathedral|Chapel|Building"
+)
+_PLACE_AFTER = re.compile(
+    rf"(?:['’]s)?[ \t]+({_PLACE_WORDS})\b(?!['’-]\w)"
+    r"|['’]s[ \t]+(Day|Eve|Night|Park|Green|Hall|Church|Bridge|Hill|Well)\b"
+)
+_SAINT_BEFORE = re.compile(r"(?<![\w.])(?:St|Saint|Sainte|Ste|Sankt|San|Santa|Santo|São)\.?[ \t]+$")
+
+TITLES = (
+    "Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Prof", "Professor", "Sir", "Dame", "Rev",
+    "Sr", "Sra", "Srta", "Dra", "Dña", "Señor", "Señora", "Herr", "Frau", "Mme", "Mlle",
+    "Madame", "Monsieur", "Mevr", "Dhr", "Dott", "Sig", "Signor", "Signora", "Ing",
+)  # fmt: skip
 _SUFFIXES = {"jr", "sr", "ii", "iii", "iv", "phd", "md", "esq", "dds", "cpa", "mba", "obe"}
+# Words before a surname that belong to it: "van der Berg", "de la Cruz", "von Arnim", "du
+# Plessis", "Mac Giolla", "Ó Néill". Those of _CAP_PARTICLES are written capitalised.
 _PARTICLES = {
     "van", "von", "de", "der", "den", "del", "della", "di", "da", "du", "la", "le", "st",
-    "bin", "binti", "ibn", "al", "el", "dos", "das", "ter", "ten", "op",
+    "bin", "binti", "ibn", "al", "el", "dos", "das", "ter", "ten", "op", "zu", "vom", "zum",
+    "zur", "des", "dei", "degli", "af", "av", "mac", "mc", "ó", "ní", "nic", "uí",
 }  # fmt: skip
+_CAP_PARTICLES = {"mac", "mc", "ó", "ní", "nic", "uí", "st"}
 
 # Flags of a form: what part of a name it is, and whether it needs a name's context.
 GIVEN, SURNAME, FULL, LOCAL, GATED = 1, 2, 4, 8, 16
 _FORM, _PREFIX = 32, 64  # a whole form; the leading words of a longer one
+# a first name written in lower case ("thx maeve,"): only greeted, thanked or signing off
+INFORMAL = 128
 
+# a word: letters and digits, with the combining accents of a decomposed text ("e\u0301")
 _TOKEN = re.compile(r"[^\W_]+")
-# between two words of a name: spaces (one line break at most), ". ", ", ", or a joiner
-_NEXT = re.compile(r"(\.?,?[ \t]*\n?[ \t]*|[-'’_.])([^\W_]+)")
+_TOKEN_MARKS = re.compile(r"[^\W_]+(?:[\u0300-\u036f]+[^\W_]*)*")
+_COMBINING = re.compile(r"[\u0300-\u036f]")
+# between two words of a name: spaces (one line break at most), ". ", ", ", or a joiner, a
+# dot before a hyphen too ("J.-P.")
+_NEXT = re.compile(r"(\.?,?[ \t]*\n?[ \t]*|\.?[-'’_.])([^\W_]+(?:[\u0300-\u036f]+[^\W_]*)*)")
 _SPACES = re.compile(r"\s+")
 # A name glued to these and a word is part of an address, a file name or a path; a slash
 # only for a lower-case handle (``/~mgallagher/``): between capitalised names it separates
@@ -132,7 +191,22 @@ _GREETING = (
     r"|welcome|sorry|ok|okay"
 )
 _GREETING_BEFORE = re.compile(rf"[ \t>|]*(?:{_GREETING})\b[ \t,!:.-]*", re.IGNORECASE)
-_GREETING_AFTER = re.compile(r"[ \t]*(?:[,!:.;?)].*|\s+(?:and|&)\s.*)?")
+# thanks, a greeting, and a few words before the comma: "Thanks so much, Joy"
+_THANKS = r"thanks|thank\s+you|many\s+thanks|thx|ta|cheers|hi|hey|hello|dear|(?:good\s+)?morning"
+_THANKS_BEFORE = re.compile(rf"[ \t>|]*(?:{_THANKS})\b[^\n,.!?;:]{{0,40}}?,[ \t]*", re.IGNORECASE)
+_INFORMAL_BEFORE = re.compile(rf"[ \t>|]*(?:{_THANKS})\b[ \t,!:.-]*", re.IGNORECASE)
+_GREETING_AFTER = re.compile(r"[ \t]*(?:[,!:.;?)\-–—].*|\s+(?:and|&)\s.*)?")
+_SIGN_OFF_LINE = re.compile(rf"[ \t>|]*(?:{_GREETING})[ \t]*[,!.]?[ \t]*", re.IGNORECASE)
+_QUOTED = re.compile(r"[ \t>|]*")
+_DASH_BEFORE = re.compile(r"[ \t>|]*[-–—~]+[ \t]*")
+_INFORMAL_ALONE_AFTER = re.compile(r"[ \t]*,?[ \t]*")
+_INFORMAL_END = re.compile(r"[ \t]*(?:[,!:.;?)\-–—\n]|$|(?:and|&)[ \t])")
+_MONTHS_DAYS = (
+    "January|February|March|April|May|June|July|August|September|October|November|December"
+    "|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
+)
+# a first name calling someone at the start of a line: "Mark, can you..." (not "May, June")
+_VOCATIVE_AFTER = re.compile(rf"[ \t]*,(?:[ \t]*$|[ \t]+(?!(?:{_MONTHS_DAYS})\b)[^\W\d_])")
 _ALONE_BEFORE = re.compile(r"[ \t>|]*(?:[-–—~/*.]+[ \t]*)?")
 _ALONE_AFTER = re.compile(r"[ \t]*[,.!]?[ \t]*")
 _TITLE_BEFORE = re.compile(rf"(?:^|\W)(?:{'|'.join(TITLES)})\.?[ \t]+$")
@@ -174,7 +248,7 @@ def _is_initial(word: str) -> bool:
 def person_name(display: str) -> PersonName | None:
     """The person's name in a display name, or None when it does not look like a person's
     (see the module's docstring)."""
-    d = display.strip().strip("\"'").strip()
+    d = unicodedata.normalize("NFC", display).strip().strip("\"'").strip()
     d = re.sub(r"\([^)]*\)|\[[^\]]*\]|\"[^\"]*\"", " ", d)  # comments, quoted nicknames
     if not d or "@" in d or any(c.isdigit() for c in d):
         return None
@@ -205,7 +279,10 @@ def person_name(display: str) -> PersonName | None:
     letters = "".join(words)
     lower = letters.islower()
     if lower or letters.isupper():  # "kevin lyda", "HAMILTON, DAVID"
-        words = [w.lower() if w.lower() in _PARTICLES else w.title() for w in words]
+        words = [
+            w.lower() if w.lower() in _PARTICLES.difference(_CAP_PARTICLES) else w.title()
+            for w in words
+        ]
     else:  # "GALLAGHER Maeve": the surname in capitals, first or last
         shouted = [i for i, w in enumerate(words) if len(w) > 2 and w.isupper()]
         words = [w.title() if i in shouted else w for i, w in enumerate(words)]
@@ -229,6 +306,17 @@ def person_name(display: str) -> PersonName | None:
     return PersonName(words, given, surname, middle, lower)
 
 
+@lru_cache(maxsize=65536)
+def _unaccented(word: str) -> str:
+    """A word without its accents, its case kept (``Núñez`` -> ``Nunez``, ``Ó`` -> ``O``), a
+    typographic apostrophe as a plain one: how the gazetteer's keys and the text's words are
+    compared, so a name is found written with or without the accents of its display name."""
+    if word.isascii():
+        return word
+    s = unicodedata.normalize("NFKD", word.replace("’", "'"))
+    return "".join(c for c in s if not unicodedata.combining(c))
+
+
 def _fold(word: str) -> str:
     """Lower case, accents and joiners dropped: how a name is written in an address."""
     s = unicodedata.normalize("NFKD", word.lower())
@@ -240,14 +328,18 @@ def _local_forms(name: PersonName, address: str) -> dict[str, bool]:
     letters (a ``+tag`` dropped): ``maeve.gallagher``, ``mgallagher``, ``maeve_g`` are made
     of the name; ``kre`` is not (it counts only in a name's context)."""
     local = address.rsplit("@", 1)[0].split("+", 1)[0].lower()
-    if not local or not re.fullmatch(r"[a-z]+(?:[._-][a-z]+)*\d*", local):
+    if not local or not re.fullmatch(r"[a-z]+(?:[._'-][a-z]+)*\d*", local):
         return {}
     bare = local.rstrip("0123456789")
-    pieces = re.split(r"[._-]", bare)
+    pieces = [p.replace("'", "") for p in re.split(r"[._-]", bare)]  # "d.o'shea": d, oshea
+    bare = "".join(pieces) if len(pieces) == 1 else bare
     if any(p in NOT_A_PERSON for p in pieces) or bare in COMMON_WORDS:
         return {}
     g, m = _fold(name.given), "".join(_fold(w)[:1] for w in name.middle)
     surnames = {_fold(name.surname.split()[-1]), _fold(name.surname)}  # "berg", "vanderberg"
+    two = _two_surnames(name)
+    if two:  # "ruiz", "ruizortega"
+        surnames |= {_fold(two[0]), _fold(two[1])}
     made, pairs = {g}, set()
     for s in surnames:
         made |= {s, g + s, g[0] + s, g + s[0], s + g, s + g[0], g[0] + m + s}
@@ -262,37 +354,94 @@ def _common(word: str) -> bool:
     return len(word) <= 2 or word.lower() in COMMON_WORDS
 
 
+def _particle_variants(surname: str) -> list[str]:
+    """A surname with particles as it is written at the start of a sentence and inside one:
+    ``van der Berg``, ``Van der Berg``, ``Van Der Berg`` (``Mac Giolla`` stays capitalised)."""
+    words = surname.split()
+    if len(words) < 2:
+        return [surname]
+    *parts, last = words
+    low = [p if p.lower() in _CAP_PARTICLES else p.lower() for p in parts]
+    cap = [p[:1].upper() + p[1:] for p in low]
+    return list(
+        dict.fromkeys(
+            [surname, " ".join([*low, last]), " ".join([cap[0], *low[1:], last])]
+            + [" ".join([*cap, last])]
+        )
+    )
+
+
+def _two_surnames(name: PersonName) -> tuple[str, str] | None:
+    """``(first surname, both)`` of a name of three words or more whose last two follow the
+    first name and are no initials nor particles: ``Ana Ruiz Ortega`` -> ``("Ruiz", "Ruiz
+    Ortega")``, the Spanish and Portuguese way (for ``Mary Ann Smith``, ``Ann Smith`` is still
+    her name)."""
+    words, surname = name.words, name.surname
+    if " " in surname or len(words) < 3:
+        return None
+    first = words[-2]
+    if (
+        _is_initial(first)
+        or first.lower() in _PARTICLES
+        or words.index(name.given) >= len(words) - 2
+    ):
+        return None
+    return first, f"{first} {surname}"
+
+
 def name_forms(name: PersonName, address: str = "") -> dict[str, int]:
     """Every form of a person's name the gazetteer finds, with its flags."""
     given, surname, middle = name.given, name.surname, name.middle
     forms: dict[str, int] = {}
 
-    def add(form: str, flags: int):
-        forms[form] = forms.get(form, 0) | flags
+    def add(form: str, flags: int):  # needs a name's context only if every reading does
+        old = forms.get(form, GATED)
+        forms[form] = (old | flags) & ~(GATED & ~(old & flags))
 
     full_words = [w for w in name.words]
     add(" ".join(full_words), FULL)
     add(" ".join(w.rstrip(".") for w in full_words), FULL)
-    add(f"{given} {surname}", FULL)
-    add(f"{surname}, {given}", FULL)
-    add(f"{given} {surname}".upper(), FULL)
-    add(f"{surname}, {given}".upper(), FULL)
-    if middle:
-        initials = " ".join(w[0] + "." for w in middle)
-        add(f"{given} {initials} {surname}", FULL)
-        add(f"{surname}, {given} {initials}", FULL)
+    surnames = _particle_variants(surname)
+    two = _two_surnames(name)
+    if two:  # "Ruiz Ortega", "Sra. Ruiz", "Ana Ruiz"
+        surnames.append(two[1])
+        add(two[0], SURNAME | GATED)
+        add(f"{given} {two[0]}", FULL | (GATED if _common(two[0]) else 0))
+    givens = [given]
+    if "-" in given:  # "Jean-Pierre", also "Jean Pierre"
+        givens.append(given.replace("-", " "))
+    between = name.words[name.words.index(given) + 1 : -2]
+    if two and len(between) == 1 and not _is_initial(between[0]):  # "María José García López"
+        givens.append(f"{given} {between[0]}")
     first = name.words[0] if _is_initial(name.words[0]) else given
-    for initial in {first[0], given[0]}:
-        add(f"{initial}. {surname}", FULL)
-        add(f"{initial}.{surname}", FULL)
-        risky = initial in "AIO" or _common(surname.split()[-1])
-        add(f"{initial} {surname}", FULL | (GATED if risky else 0))
+    initials = {first[0], given[0]}
+    if "-" in given:  # "J.-P. Lacroix", "J-P Lacroix", "J.P. Lacroix", "JP Lacroix"
+        i = [p[0] for p in given.split("-") if p]
+        initials |= {".-".join(i), "-".join(i), ".".join(i), "".join(i)}
+    for sn in surnames:
+        for g in givens:
+            add(f"{g} {sn}", FULL)
+            add(f"{sn}, {g}", FULL)
+            add(f"{g} {sn}".upper(), FULL)
+            add(f"{sn}, {g}".upper(), FULL)
+        for initial in initials:
+            add(f"{initial}. {sn}", FULL)
+            add(f"{initial}.{sn}", FULL)
+            risky = initial in "AIO" or _common(sn.split()[-1])
+            add(f"{initial} {sn}", FULL | (GATED if risky else 0))
+        add(sn, SURNAME | (GATED if _common(sn) else 0))
+    if middle:
+        initials_ = " ".join(w[0] + "." for w in middle)
+        add(f"{given} {initials_} {surname}", FULL)
+        add(f"{surname}, {given} {initials_}", FULL)
     if name.lower:  # who writes their name in lower case signs so too
         risky = _common(given) or _common(surname.split()[-1])
         add(" ".join(full_words).lower(), FULL | (GATED if risky else 0))
         add(f"{given} {surname}".lower(), FULL | (GATED if risky else 0))
-    add(given, GIVEN | (GATED if _common(given) else 0))
-    add(surname, SURNAME | (GATED if _common(surname) else 0))
+    for g in givens:
+        add(g, GIVEN | (GATED if _common(g) else 0))
+        if " " not in g and len(g) > 2:  # "thx maeve,", "— grace"
+            add(g.lower(), GIVEN | INFORMAL | GATED)
     last = surname.split()[-1]
     if last != surname:  # "van der Berg": "Berg" alone too
         add(last, SURNAME | (GATED if _common(last) else 0))
@@ -317,7 +466,7 @@ class Gazetteer:
         self.forms = dict(forms or {})
         self.trie: dict[str, int] = {}
         for form, flags in self.forms.items():
-            keys = _keys(form)
+            keys = _keys(_unaccented(form))
             for key in keys[:-1]:
                 self.trie[key] = self.trie.get(key, 0) | _PREFIX
             self.trie[keys[-1]] = self.trie.get(keys[-1], 0) | _FORM | flags
@@ -350,16 +499,22 @@ class Gazetteer:
         if not text or not self.trie:
             return []
         found = self._candidates(text)
+        if found:
+            found = [c for i, c in enumerate(found) if not _no_person(text, found, i)]
         if not found:
             return []
         accepted: list[bool] = []
         for i, (_s, _e, flags) in enumerate(found):
             accepted.append(not flags & GATED or _in_context(text, found, i, accepted))
         kept = [c for c, ok in zip(found, accepted, strict=True) if ok]
-        out = []
+        out: list[Entity] = []
         for s, e, f in _joined(text, kept):
             if f & (GIVEN | FULL) and s >= 3 and _INITIAL_BEFORE.fullmatch(text, s - 3, s):
                 s = s - 3  # "R. Kevin Oberman"
+            if out and s < out[-1].end:  # spans never overlap: the longer one wins
+                if e - s > out[-1].end - out[-1].start:
+                    out[-1] = Entity("name", s, e, text[s:e])
+                continue
             out.append(Entity("name", s, e, text[s:e]))
         return out
 
@@ -367,11 +522,16 @@ class Gazetteer:
         """Every longest form at a word start whose edges are a name's: ``(start, end,
         flags)``, left to right, not overlapping."""
         trie, out, taken = self.trie, [], 0
-        for m in _TOKEN.finditer(text):
-            v = trie.get(m.group())
+        plain = text.isascii()  # most texts: no word to fold
+        token = _TOKEN if plain or not _COMBINING.search(text) else _TOKEN_MARKS
+        for m in token.finditer(text):
+            key = m.group()
+            if not plain and not key.isascii():
+                key = _unaccented(key)
+            v = trie.get(key)
             if v is None or m.start() < taken:
                 continue
-            start, end, key = m.start(), m.end(), m.group()
+            start, end = m.start(), m.end()
             if not _edge_before(text, start):
                 continue
             ends = [(end, v)] if v & _FORM else []
@@ -379,13 +539,15 @@ class Gazetteer:
                 n = _NEXT.match(text, end)
                 if n is None:
                     break
-                sep = n.group(1)
+                sep, word = n.group(1, 2)
                 if len(sep) > 1 and sep not in (". ", ", "):
                     sep = _SPACES.sub(" ", sep)
-                v = trie.get(f"{key}{sep}{n.group(2)}")
+                if not word.isascii() or sep == "’":
+                    sep, word = sep.replace("’", "'"), _unaccented(word)
+                v = trie.get(f"{key}{sep}{word}")
                 if v is None:
                     break
-                key, end = f"{key}{sep}{n.group(2)}", n.end()
+                key, end = f"{key}{sep}{word}", n.end()
                 if v & _FORM:
                     ends.append((end, v))
             for end, v in reversed(ends):
@@ -439,6 +601,8 @@ def _in_context(text: str, found: list, i: int, accepted: list[bool]) -> bool:
     a name in the same list (``Priya, Rose and Mark``). ``accepted``: the verdicts on the
     forms before it."""
     start, end, flags = found[i]
+    if flags & INFORMAL:
+        return _informal(text, start, end)
     first, last = start, end  # with the other part of a name next to it: "Will Brown"
     if flags & GIVEN and i + 1 < len(found):
         s, e, f = found[i + 1]
@@ -458,6 +622,10 @@ def _in_context(text: str, found: list, i: int, accepted: list[bool]) -> bool:
             return True
         if _GREETING_BEFORE.fullmatch(before) and _GREETING_AFTER.fullmatch(after):
             return True
+        if _THANKS_BEFORE.fullmatch(before) and _GREETING_AFTER.fullmatch(after):
+            return True  # "Thanks so much, Joy - the scans..."
+        if flags & GIVEN and _QUOTED.fullmatch(before) and _VOCATIVE_AFTER.match(after):
+            return True  # "Mark, can you..."
         if _ALONE_BEFORE.fullmatch(before) and _ALONE_AFTER.fullmatch(after):
             return True
     if _SAID_AFTER.match(after):
@@ -468,6 +636,66 @@ def _in_context(text: str, found: list, i: int, accepted: list[bool]) -> bool:
         if i + 1 < len(found) and not found[i + 1][2] & (GATED | LOCAL):
             return bool(_LIST_JOIN.fullmatch(text, end, found[i + 1][0]))
     return False
+
+
+def _no_person(text: str, found: list, i: int) -> bool:
+    """Whether a name found is part of a place's, a day's or an organisation's name: before a
+    street's or a building's word (``Kevin Street``, ``Whitfield Road``, ``Wilson Library``;
+    ``Stephen's Green``, ``Patrick's Day``), after *St* or *Saint* (``St Stephen's Day``), or,
+    a surname or first name alone, followed by capitalised words with a company's word
+    (``Brandt Technik GmbH``, ``Doyle Consulting``, ``Raman & Associates``; a full name
+    stays a name: ``Stefan Brandt | Brandt Technik GmbH``)."""
+    start, end, flags = found[i]
+    if start and _SAINT_BEFORE.search(text, max(0, start - 8), start):
+        return True
+    place = _PLACE_AFTER.match(text, end)
+    if place:  # unless that word is a name of the gazetteer: "Will Hall"
+        after = place.start(1) if place.start(1) >= 0 else place.start(2)
+        if not (i + 1 < len(found) and found[i + 1][0] == after):
+            return True
+    return not flags & FULL and _company_after(text, end)
+
+
+def _company_after(text: str, end: int) -> bool:
+    """Whether the words after ``end`` on its line, capitalised, name a company: up to four
+    of them, joined by spaces or ``&``, one of them a company's word (``COMPANY_WORDS``)."""
+    if text[end : end + 1] not in (" ", "\t"):
+        return False
+    for word in text[end + 1 : end + 80].split("\n", 1)[0].split()[:4]:
+        core = word.rstrip(",;:!?)")
+        if core.rstrip(".").replace(".", "").replace("/", "") in COMPANY_WORDS:
+            return True
+        if word in ("&", "and"):
+            continue
+        core = core.rstrip(".")
+        if core != word or not core[:1].isupper() or core in _TITLE_CASE_STOPS:
+            return False
+    return False
+
+
+def _informal(text: str, start: int, end: int) -> bool:
+    """Whether a first name written in lower case is in an informal greeting or sign-off:
+    after *hi*, *hey*, *thx*, *thanks*... (``thx maeve,``), alone on its line after a dash
+    (``— grace``), or alone on its line under a sign-off (``cheers,`` then ``may``) or when
+    it is no common word (``maeve``)."""
+    if not _INFORMAL_END.match(text, end):  # most "will", "may" go on: "you will see"
+        return False
+    before, after = _line(text, start, end)
+    if (
+        _INFORMAL_BEFORE.fullmatch(before) or _THANKS_BEFORE.fullmatch(before)
+    ) and _GREETING_AFTER.fullmatch(after):
+        return True
+    if not _INFORMAL_ALONE_AFTER.fullmatch(after):
+        return False
+    if _DASH_BEFORE.fullmatch(before):
+        return True
+    if not _QUOTED.fullmatch(before):
+        return False
+    if not _common(text[start:end]):
+        return True
+    line_start = start - len(before)
+    previous = text.rfind("\n", 0, max(line_start - 1, 0)) + 1
+    return line_start > 0 and bool(_SIGN_OFF_LINE.fullmatch(text, previous, line_start - 1))
 
 
 def _joined(text: str, found: list) -> list:

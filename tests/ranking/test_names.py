@@ -127,8 +127,197 @@ def test_common_word_names_count_in_a_names_context(gazetteer, text, span):
     assert span in _found(gazetteer, text)
 
 
+INFORMAL = PEOPLE + [
+    ("Grace Mbatha", "gm@x.example"),
+    ("Joy Lindqvist", "jl@x.example"),
+    ("Fiona O'Hara", "f.o'hara@x.example"),
+    ("Tunde Mensah", "tmensah@x.example"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("Mark, can you send the forms?", "Mark"),  # calling someone at the start of a line
+        ("> Will, could you ring them?", "Will"),
+        ("Grace,\nthe boxes came.", "Grace"),
+        ("Thanks again, May - see you Friday.", "May"),  # thanks and a few words, a comma
+        ("Many thanks for the scans, Grace.", "Grace"),
+        ("thx maeve, that helps", "maeve"),  # a first name in lower case, greeted or thanked
+        ("hi joy, quick one about the boxes", "joy"),
+        ("hey grace!", "grace"),
+        ("thanks for the scans, grace - lovely", "grace"),
+        ("— grace", "grace"),  # signing off after a dash
+        ("Cheers,\nMay\n", "May"),
+        ("Cheers,\nmay\n", "may"),  # under a sign-off
+        ("see you then\n\nmaeve\n", "maeve"),  # alone on its line, no common word
+        ("-- f.o'hara", "f.o'hara"),  # an address's local part signing off
+        ("— tmensah", "tmensah"),
+        ("tmensah\n", "tmensah"),
+    ],
+)
+def test_first_names_that_are_common_words_count_where_a_name_stands(text, span):
+    g = Gazetteer.from_correspondents(INFORMAL)
+    start = text.index(span)
+    assert g.find(text) == [Entity("name", start, start + len(span), span)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "May I ask whether it is ready?",
+        "May, June and July are busy months.",
+        "The exhibition opens in May.",
+        "you will see it; Will you come?",
+        "Please mark the date. Mark the boxes too.",
+        "We kept the room by the grace of the landlord.",
+        "It was a joy to work on, a real joy.",
+        "I hope you\nwill.\n",  # a paragraph's last word on its own line
+        "thanks, will do",
+        "ok, may be later",
+        "Grace periods end on Friday.",
+    ],
+)
+def test_common_words_stay_unmarked_outside_those_positions(text):
+    g = Gazetteer.from_correspondents(INFORMAL)
+    assert _found(g, text) == []
+
+
 def test_a_handle_not_made_of_the_name_counts_only_in_a_names_context(gazetteer):
     assert _found(gazetteer, "ask kre about it") == []
+
+
+@pytest.mark.parametrize(
+    ("display", "text", "span"),
+    [
+        ("Renée Moreau", "Renee Moreau sent the report.", "Renee Moreau"),
+        ("Renée Moreau", "RENEE MOREAU", "RENEE MOREAU"),
+        ("Jose Nunez", "José Núñez signed.", "José Núñez"),
+        ("Jose Nunez", "Sr. Núñez ships on the 4th.", "Núñez"),
+        ("Jose Nunez", "Jose\u0301 Nun\u0303ez signed.", "Jose\u0301 Nun\u0303ez"),  # decomposed
+        ("Niall O'Dwyer", "O’Dwyer has the key.", "O’Dwyer"),  # a typographic apostrophe
+        ("Niall O’Dwyer", "O'Dwyer has the key.", "O'Dwyer"),
+    ],
+)
+def test_names_are_found_with_or_without_their_accents_with_exact_spans(display, text, span):
+    g = Gazetteer.from_correspondents([(display, "x@y.example")])
+    start = text.index(span)
+    assert g.find(text) == [Entity("name", start, start + len(span), span)]
+
+
+INTERNATIONAL = [
+    ("Lucía Fernández Vidal", "lfernandez@ayto.example"),
+    ("María José García López", "mjgarcia@uni.example"),
+    ("Joost van den Broek", "j.vandenbroek@gemeente.example"),
+    ("Catalina de la Fuente", "cdelafuente@uni.example"),
+    ("Konrad von Arnim", "kvonarnim@stiftung.example"),
+    ("Marc du Plessis", "mduplessis@trust.example"),
+    ("EOIN MAC GIOLLA", "eoin@council.example"),
+    ("Jean-Pierre Lacroix", "jplacroix@musee.example"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("Sra. Fernández Vidal asked.", "Fernández Vidal"),  # both surnames: one span
+        ("Fernandez Vidal will sign.", "Fernandez Vidal"),
+        ("Lucía Fernández called.", "Lucía Fernández"),  # the first name and first surname
+        ("Sra. Fernández called.", "Fernández"),  # the first surname alone after a title
+        ("Fernández Vidal, Lucía", "Fernández Vidal, Lucía"),
+        ("L. Fernández Vidal signed", "L. Fernández Vidal"),
+        ("García López wrote", "García López"),
+        ("María José will come", "María José"),  # two first names
+        ("Van den Broek thinks so.", "Van den Broek"),  # the particle capitalised
+        ("ask Mr van den Broek", "van den Broek"),
+        ("Joost Van Den Broek came", "Joost Van Den Broek"),
+        ("De la Fuente has it.", "De la Fuente"),
+        ("Dr de la Fuente read it.", "de la Fuente"),
+        ("Herr von Arnim lent them.", "von Arnim"),
+        ("Von Arnim lent them.", "Von Arnim"),
+        ("Du Plessis confirmed.", "Du Plessis"),
+        ("Mac Giolla checked.", "Mac Giolla"),  # a capitalised particle stays capitalised
+        ("J.-P. Lacroix wrote it.", "J.-P. Lacroix"),  # hyphenated initials
+        ("J-P Lacroix wrote it.", "J-P Lacroix"),
+        ("J.P. Lacroix wrote it.", "J.P. Lacroix"),
+        ("Jean-Pierre will bring them.", "Jean-Pierre"),
+        ("Jean Pierre Lacroix", "Jean Pierre Lacroix"),
+    ],
+)
+def test_compound_and_particle_surnames_and_hyphenated_first_names_are_one_span(text, span):
+    g = Gazetteer.from_correspondents(INTERNATIONAL)
+    start = text.index(span)
+    assert g.find(text) == [Entity("name", start, start + len(span), span)]
+
+
+def test_a_first_surname_alone_counts_only_in_a_names_context():
+    g = Gazetteer.from_correspondents(INTERNATIONAL)
+    assert _found(g, "Fernández signed") == [] and _found(g, "García signed") == []
+    assert names.person_name("EOIN MAC GIOLLA").surname == "Mac Giolla"
+    assert names.person_name("PIETER VAN DER BERG").surname == "van der Berg"
+
+
+ORGANISED = PEOPLE + [
+    ("Stefan Brandt", "s.brandt@brandt-technik.example"),
+    ("Aisling Doyle", "adoyle@doyle-consulting.example"),
+    ("Kari Solheim", "ksolheim@eiendom.example"),
+    ("Rose Whitfield", "rwhitfield@uni.example"),
+    ("Femke Jansen", "fjansen@vastgoed.example"),
+    ("Chidi Okafor", "cokafor@trust.example"),
+    ("Stephen Kiely", "skiely@parish.example"),
+    ("Patrick Nolan", "pnolan@parish.example"),
+    ("Grace Mbatha", "gm@x.example"),
+    ("Anna Grove", "agrove@x.example"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "names_found"),
+    [
+        # a surname in a company's name is no person's mention
+        ("The invoice from Brandt Technik GmbH came.", []),
+        ("Solheim Eiendom AS owns the warehouse.", []),
+        ("Doyle Consulting sent the report.", []),
+        ("Whitfield PR will handle the press.", []),
+        ("Gallagher & Okafor LLP audited it.", []),
+        ("Jansen Vastgoed B.V. sold it.", []),
+        ("Brandt A/S", []),
+        # a full name next to the company keeps the name, the company's surname goes
+        ("Stefan Brandt | Brandt Technik GmbH", ["Stefan Brandt"]),
+        ("Aisling Doyle of Doyle Consulting will present.", ["Aisling Doyle"]),
+        # capitalised words without a company's word, or a title-case subject line
+        ("Meeting With Doyle About Group Finances", ["Doyle"]),
+        ("Ask Doyle, Consulting Engineer", ["Doyle"]),
+        # a first name or surname in a street's, a building's, a day's name
+        ("Parking on Stephen Street is free.", []),
+        ("The office is closed for St Stephen's Day.", []),
+        ("Saint Patrick's Cathedral is next door.", []),
+        ("Stephen's Green is across the road.", []),
+        ("on Patrick St. by the bridge", []),
+        ("Grace Street and Mark Lane", []),
+        ("The storage unit on Whitfield Road floods.", []),
+        ("The Kiely Library has a copy.", []),
+        ("Stephen said so; Patrick Nolan agreed.", ["Stephen", "Patrick Nolan"]),
+        ("Maeve Grove came.", ["Maeve Grove"]),  # the word after is a name of the gazetteer
+        ("Thanks, Grace\nStreet parking is free.", ["Grace"]),
+    ],
+)
+def test_names_in_companies_places_and_days_are_no_persons(text, names_found):
+    assert _found(Gazetteer.from_correspondents(ORGANISED), text) == names_found
+
+
+def test_spans_never_overlap_the_longest_wins():
+    g = Gazetteer.from_correspondents([("Adam L. Beberg", "a@x.example"), ("Kevin Oberman", "")])
+    found = g.find("Beberg, Adam L. Kevin Oberman")
+    assert [e.text for e in found] == ["L. Kevin Oberman"]
+    lines = DEV.read_text().splitlines()
+    headers = [ln for ln in lines if ln.startswith("# correspondents:")]
+    dev = Gazetteer.from_correspondents(
+        [pair for ln in headers for pair in names.correspondents_header(ln)]
+    )
+    for line in lines:
+        spans = dev.find(entities.parse_labelled(line)[0])
+        assert all(a.end <= b.start for a, b in zip(spans, spans[1:], strict=False)), line
 
 
 @pytest.mark.parametrize(
@@ -231,9 +420,9 @@ def test_precision_and_recall_on_the_labelled_development_set():
     lines = DEV.read_text().splitlines()
     assert len([ln for ln in lines if ln.strip() and not ln.startswith("#")]) >= 60
     score = names.evaluate(lines)
-    assert score.gold >= 60
+    assert score.gold >= 100
     # docs/redaction.md reports the figures; a change that lowers them fails here
-    assert score.precision >= 0.95 and score.recall >= 0.9, score
+    assert score.precision >= 0.97 and score.recall >= 0.93, score
 
 
 @pytest.mark.parametrize(
