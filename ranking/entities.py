@@ -629,8 +629,15 @@ def _emails(text: str):
             start += local.rindex("/") + 1
         while text[start] in "'`|/":  # quotes, a table's bar, a link's slashes
             start += 1
-        if any(c.isalnum() for c in text[start : text.index("@", start)]):  # not *@isp.com
-            yield Entity("email", start, end, text[start:end])
+        if not any(c.isalnum() for c in text[start : text.index("@", start)]):  # *@isp.com
+            continue
+        if text[start:end].rsplit(".", 1)[-1].lower() in _FILE_EXTENSIONS:
+            continue  # a file name: logo@2x.png, icon@3x.jpg (no such top-level domain)
+        yield Entity("email", start, end, text[start:end])
+
+
+# file extensions written after an "@" in image names (logo@2x.png); none is a top-level domain
+_FILE_EXTENSIONS = {"png", "jpg", "jpeg", "gif", "bmp", "svg", "webp", "tif", "tiff", "ico", "pdf"}
 
 
 def _national_ids(text: str, low: str):

@@ -464,3 +464,9 @@ def test_a_lexicon_pattern_prefers_the_longest_term_at_a_place():
     text = "a care  home visit, cars and careers"
     assert _matches(pattern, text) == _matches(_flat_pattern(["care", "Care Home", "car"]), text)
     assert [m.group() for m in pattern.finditer(text)] == ["care  home", "cars"]
+
+
+def test_an_image_named_at_a_resolution_is_no_address():
+    assert _kinds("Use logo@2x.png for retina and icon@3x.JPG; mail ann@example.com") == [
+        ("email", "ann@example.com")
+    ]
