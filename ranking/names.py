@@ -115,6 +115,8 @@ _NOT_A_PERSON = """
     reception contact contacts feedback enquiries inquiries questions community network
     official global international national central city county state government ministry
     agency tech technical linux
+    daily weekly monthly edition software computer computers archive archives shell core
+    magazine journal times post herald review report reports digital labs studio studios
 """
 NOT_A_PERSON = frozenset(_NOT_A_PERSON.split())
 
@@ -474,6 +476,15 @@ class Gazetteer:
     def __len__(self) -> int:
         return len(self.forms)
 
+    def gated(self, ordinary: set[str]) -> "Gazetteer":
+        """This gazetteer with its one-word forms that are ``ordinary`` words (lower case)
+        counting only in a name's context (``ordinary_words``)."""
+        forms = {
+            form: flags | GATED if form.lower() in ordinary and form.isalpha() else flags
+            for form, flags in self.forms.items()
+        }
+        return Gazetteer(forms, people=self.people)
+
     @classmethod
     def from_correspondents(cls, pairs: Iterable[tuple[str, str]]) -> "Gazetteer":
         """The gazetteer of ``(display name, address)`` pairs (duplicates are fine). A form
@@ -747,6 +758,27 @@ def header_correspondents(header: str) -> tuple[tuple[str, str], ...]:
     return tuple(
         (name.strip(), addr.strip().lower()) for name, addr in pairs if name.strip() and "@" in addr
     )
+
+
+_RUNNING_WORD = re.compile(r"(?<![\w@.])[^\W\d_][^\W\d_'’-]*(?![\w@])")
+
+
+def ordinary_words(texts: Iterable[str], *, least: int = 5) -> set[str]:
+    """The words (lower case) a collection's own texts write as everyday words: at least
+    ``least`` times in lower case, and not less often than capitalised (``that``,
+    ``software``, ``daily`` in a list's mail; ``chris`` or ``gary`` almost never). A
+    correspondent's first name or surname alone that is one of them needs a name's context,
+    like the built-in ``COMMON_WORDS``: display names such as "That Goddess Chick", "Core
+    Software" or "Lockergnome Daily" otherwise made every "That" and "Daily" a name."""
+    counts: dict[str, int] = {}
+    for text in texts:
+        for w in _RUNNING_WORD.findall(text or ""):
+            counts[w] = counts.get(w, 0) + 1
+    out = set()
+    for w, n in counts.items():
+        if w.islower() and n >= least and n >= counts.get(w.capitalize(), 0):
+            out.add(w)
+    return out
 
 
 def gazetteer_of_headers(rows: Iterable[Iterable[str]]) -> Gazetteer:

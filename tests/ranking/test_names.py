@@ -446,3 +446,17 @@ def test_a_headers_correspondents_are_the_standard_librarys(header):
         if n.strip() and "@" in a
     )
     assert names.header_correspondents(header) == expected
+
+
+def test_words_the_collection_writes_as_everyday_words_need_a_names_context():
+    """Found on the demo's mail: display names "That Goddess Chick", "Core Software" made
+    every "That" a name; the collection's own texts say "that" is an everyday word."""
+    texts = ["that is what that means, and that too.", "One more thing: that one. That is it."]
+    texts += ["Chris wrote it; ask Chris.", "that that that"]
+    ordinary = names.ordinary_words(texts, least=3)
+    assert "that" in ordinary and "chris" not in ordinary
+    g = Gazetteer.from_correspondents(
+        [("That Goddess", "felinda@frogstone.example"), ("Chris Garrigues", "cwg@x.example")]
+    ).gated(ordinary)
+    assert [e.text for e in g.find("That is all. Chris said so.")] == ["Chris"]
+    assert [e.text for e in g.find("Thanks,\nThat Goddess")] == ["That Goddess"]
