@@ -19,10 +19,7 @@ from tests.reviewkit import with_a_quoting_copy
 pytestmark = [
     *needs_chromium,
     pytest.mark.lucene,
-    pytest.mark.skipif(
-        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
-        reason="needs DATABASE_URL (PostgreSQL): see .ci/run",
-    ),
+    pytest.mark.needs_postgres("a live-server browser test run on PostgreSQL"),
 ]
 NUMBER = "8876543210"
 

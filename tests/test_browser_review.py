@@ -2,7 +2,6 @@
 pending notice; an archivist releases one document and withholds another by keyboard; the
 released one appears in the searcher's page without a reload, the withheld one never."""
 
-import os
 import time
 
 import pytest
@@ -17,10 +16,7 @@ pytestmark = [
     pytest.mark.lucene,
     # The append-only audit trigger refuses the DELETE with which a live-server test empties
     # an SQLite database afterwards; PostgreSQL empties with TRUNCATE (.ci/run).
-    pytest.mark.skipif(
-        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
-        reason="needs DATABASE_URL (PostgreSQL): see .ci/run",
-    ),
+    pytest.mark.needs_postgres("the audit trigger refuses the SQLite live server's DELETE flush"),
 ]
 
 

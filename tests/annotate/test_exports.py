@@ -5,7 +5,6 @@ import datetime
 import io
 import json
 import math
-import os
 import threading
 import uuid
 import zipfile
@@ -21,8 +20,6 @@ from sklearn.metrics import cohen_kappa_score
 from annotate import exports, judgments, projects, selectors, services
 from annotate.models import Judgment, Round, Task
 from tests.exportkit import two_exports_of_one_snapshot
-
-ON_POSTGRES = os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
 
 
 def judge_through_api(user, project, answer):
@@ -313,7 +310,7 @@ def test_adjudication_refuses_incomplete_or_invalid_labels(
         )
 
 
-@pytest.mark.skipif(not ON_POSTGRES, reason="exported snapshots are PostgreSQL's")
+@pytest.mark.needs_postgres("exported snapshots are PostgreSQL's")
 def test_t11_two_exports_of_one_snapshot_taken_while_annotators_submit_are_identical(
     transactional_db, make_project
 ):

@@ -24,14 +24,13 @@ from annotate.models import Document, Judgment, Persona, Topic
 from tests.factories import ProjectFactory
 from tests.stormkit import BODY
 
-pytestmark = pytest.mark.skipif(
-    not (
-        os.environ.get("SASC_ALLOW_PG_RESTART") == "1"
-        and shutil.which("pg_ctlcluster")
-        and os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
+pytestmark = [
+    pytest.mark.needs_postgres("T6 restarts PostgreSQL"),
+    pytest.mark.skipif(
+        not (os.environ.get("SASC_ALLOW_PG_RESTART") == "1" and shutil.which("pg_ctlcluster")),
+        reason="restarts PostgreSQL: needs SASC_ALLOW_PG_RESTART=1 and pg_ctlcluster",
     ),
-    reason="restarts PostgreSQL: needs SASC_ALLOW_PG_RESTART=1, pg_ctlcluster and DATABASE_URL",
-)
+]
 
 
 def restart_postgres():
