@@ -6,7 +6,6 @@ separate worker process in the same way.
 """
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from annotate.models import Collection, Job
 from ranking import lucene
 from ranking.services import index_paths
 from tests.conftest import SAMPLE
+from tests.waitkit import until
 from tests.workerkit import Worker
 
 pytestmark = [
@@ -38,13 +38,12 @@ def worker(worker_env, tmp_path):
 
 
 def _wait(job: Job, timeout: float) -> Job:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def finished():
         job.refresh_from_db()
-        if job.is_finished:
-            return job
-        time.sleep(0.5)
-    raise AssertionError(f"{job} did not finish in {timeout} s: {job.message}")
+        return job.is_finished
+
+    until(finished, timeout, lambda: f"{job} to finish (its message: {job.message})")
+    return job
 
 
 def test_import_then_index_run_in_the_worker(worker):

@@ -20,6 +20,7 @@ from sklearn.metrics import cohen_kappa_score
 from annotate import exports, judgments, projects, selectors, services
 from annotate.models import Judgment, Round, Task
 from tests.exportkit import two_exports_of_one_snapshot
+from tests.waitkit import until
 
 
 def judge_through_api(user, project, answer):
@@ -328,8 +329,7 @@ def test_t11_two_exports_of_one_snapshot_taken_while_annotators_submit_are_ident
     workers = [threading.Thread(target=annotate, args=(u,)) for u in users]
     for w in workers:
         w.start()
-    while Judgment.objects.count() < 10:
-        pass
+    until(lambda: Judgment.objects.count() >= 10, 60, "ten judgments submitted")
     first, second, n_judgments, n_docs = two_exports_of_one_snapshot(project)
     for w in workers:
         w.join(120)
