@@ -247,9 +247,9 @@ def test_timing_does_not_depend_on_hidden_matches(attack, worker):
     - CI's runs on a quiet machine of this kind (2 cores, gunicorn and the worker beside
       the test) detected 3.0 to 4.5 ms (docs/reliability.md), so an ordinary run passes;
     - on the same machine shared with other sessions' test runs and simulations (load
-      average 3 to 7, 2026-11-24), five runs detected only 6.5, 7.5, 9.5, 10.0 and 10.5 ms
-      (medians 81 to 110 ms): the old leak could have gone unseen, and the test now fails
-      as too noisy to tell instead of passing. Run ``make acceptance`` on a quiet machine.
+      average 2 to 7, 2026-11-24), six runs detected only 6.5 to 10.5 ms (medians 68 to
+      110 ms): the old leak could have gone unseen, and the test now fails as too noisy to
+      tell instead of passing. Run ``make acceptance`` on a machine of its own.
     """
     full, _alone, _publication, searcher = attack
     # warm both paths (the JVM, the visible view, the connection)
