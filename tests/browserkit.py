@@ -2,9 +2,10 @@
 
 import os
 import shutil
-import time
 
 import pytest
+
+from tests.waitkit import until
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # The flags this machine kind needs: no sandbox as root, and no background network traffic
@@ -58,13 +59,9 @@ def login(page, url: str, username: str, password: str) -> None:
 
 
 def wait_for(page, expression: str, timeout: float = 10.0) -> None:
-    """Poll a page expression from Python: the CSP forbids the eval of wait_for_function."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if page.evaluate(expression):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {expression}")
+    """Poll a page expression from Python (``tests.waitkit.until``): the CSP forbids the
+    eval of wait_for_function."""
+    until(lambda: page.evaluate(expression), timeout, expression)
 
 
 def judge_by_keyboard(page, answers, stored) -> list[int]:
@@ -87,10 +84,7 @@ def judge_by_keyboard(page, answers, stored) -> list[int]:
             f"(document.querySelector('#current section.task')?.dataset.taskId ?? '') "
             f"!== '{task_id}'",
         )
-    deadline = time.monotonic() + 15
-    while (count := _count(stored)) < len(answers):
-        assert time.monotonic() < deadline, f"{count} of {len(answers)} saves arrived"
-        time.sleep(0.05)
+    until(lambda: _count(stored) >= len(answers), 15, f"{len(answers)} saves to arrive")
     wait_for(page, "!document.getElementById('save-status').textContent.includes('Saving')")
     return seen
 

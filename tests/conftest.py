@@ -2,6 +2,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 from annotate import roles, services
 from annotate.models import Collection
@@ -19,6 +20,25 @@ SAMPLE = FIXTURES / "emails" / "sample"
 SHARED_DATA = Path(
     os.environ.get("SASC_SHARED_DATA", Path(__file__).parents[2] / "shared" / "data")
 )
+
+
+# The one PostgreSQL condition: the database the tests run on (settings.DATABASES, from
+# DATABASE_URL) is PostgreSQL. Tests say so with ``@pytest.mark.needs_postgres("why")``.
+ON_POSTGRES = connections["default"].vendor == "postgresql"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip every test marked ``needs_postgres`` unless the tests run on PostgreSQL; the
+    marker's argument says why the test needs it."""
+    if ON_POSTGRES:
+        return
+    for item in items:
+        marker = item.get_closest_marker("needs_postgres")
+        if marker is not None:
+            why = marker.args[0] if marker.args else "PostgreSQL only"
+            item.add_marker(
+                pytest.mark.skip(reason=f"needs PostgreSQL (DATABASE_URL, see .ci/run): {why}")
+            )
 
 
 def needs_shared_data(*parts):

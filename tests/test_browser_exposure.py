@@ -14,10 +14,7 @@ from tests.browserkit import login, needs_chromium, wait_for, watch
 pytestmark = [
     *needs_chromium,
     pytest.mark.lucene,
-    pytest.mark.skipif(
-        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
-        reason="needs DATABASE_URL (PostgreSQL): see .ci/run",
-    ),
+    pytest.mark.needs_postgres("a live-server browser test run on PostgreSQL"),
 ]
 
 

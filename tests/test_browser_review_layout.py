@@ -2,8 +2,6 @@
 queue and decision page at a phone's width), failing on layout: what a reader needs must be
 on screen without scrolling sideways, and the decision buttons inside the viewport."""
 
-import os
-
 import pytest
 from django.urls import reverse
 
@@ -16,10 +14,7 @@ pytestmark = [
     pytest.mark.lucene,
     # The append-only audit trigger refuses the DELETE with which a live-server test empties
     # an SQLite database afterwards; PostgreSQL empties with TRUNCATE (.ci/run).
-    pytest.mark.skipif(
-        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
-        reason="needs DATABASE_URL (PostgreSQL): see .ci/run",
-    ),
+    pytest.mark.needs_postgres("the audit trigger refuses the SQLite live server's DELETE flush"),
 ]
 
 DESKTOP = {"width": 1280, "height": 720}

@@ -6,8 +6,6 @@ page, the archivist's queue and review pages, the searcher's results and documen
 No dialog, console message, page error or request leaving the origin; every page carries
 the enforced CSP."""
 
-import os
-
 import pytest
 from django.urls import reverse
 
@@ -25,10 +23,7 @@ from tests.reviewkit import make_review_requests
 pytestmark = [
     *needs_chromium,
     pytest.mark.lucene,
-    pytest.mark.skipif(  # the audit trigger refuses the SQLite live server's DELETE flush
-        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
-        reason="needs DATABASE_URL (PostgreSQL): see .ci/run",
-    ),
+    pytest.mark.needs_postgres("the audit trigger refuses the SQLite live server's DELETE flush"),
 ]
 PASSWORD = "pw-browser"
 

@@ -6,18 +6,19 @@ they get SIGTERM, or ignore SIGTERM altogether (a task that does not finish). Th
 then signalled the ways a user stops the demo, and no process of the tree may survive.
 """
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from config.demo.supervisor import LineFilter
+from tests.waitkit import until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,7 @@ CHILD = textwrap.dedent(
     if os.fork() == 0:
         if stubborn:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        while True:
+        while True:  # the grandchild idles until it is killed
             time.sleep(1)
     signal.signal(signal.SIGTERM, signal.SIG_IGN if stubborn else lambda *a: os._exit(0))
     print("2026-11-23 10:00:00,000 INFO child: started", flush=True)
@@ -97,27 +98,27 @@ def _start_driver(tmp_path, modes):
         assert line, "the driver stopped before starting its children"
     json.loads(line.removeprefix("PIDS "))
     logs = [tmp_path / "log" / f"p{i}.log" for i in range(len(modes))]
-    deadline = time.monotonic() + 30  # a loaded machine starts Python slowly
-    # Wait until every child has forked its grandchild and logged its lines.
-    while time.monotonic() < deadline:
+
+    def started():
+        """Every child has forked its grandchild and logged its lines: the tree."""
         tree = _descendants(driver.pid)
-        if len(tree) == 2 * len(modes) and all(
-            log.exists() and "carrying on" in log.read_text() for log in logs
-        ):
-            break
-        time.sleep(0.05)
-    assert len(tree) == 2 * len(modes), "children and grandchildren did not all start"
+        logged = all(log.exists() and "carrying on" in log.read_text() for log in logs)
+        return tree if len(tree) == 2 * len(modes) and logged else None
+
+    # A loaded machine starts Python slowly: up to 30 s.
+    tree = until(started, 30, "children and grandchildren to start")
     return driver, tree
 
 
 def _survivors(tree, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        alive = [pid for pid in tree if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
-        if not alive:
-            return []
-        time.sleep(0.1)
-    return alive
+    """The processes of ``tree`` still alive once they all ended or ``timeout`` passed."""
+
+    def alive():
+        return [pid for pid in tree if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
+
+    with contextlib.suppress(AssertionError):  # the caller names the survivors
+        until(lambda: not alive(), timeout)
+    return alive()
 
 
 def _zombie(pid: int) -> bool:

@@ -10,7 +10,7 @@ from ranking import learning
 from ranking.models import LearningModel, LearningPlan
 from tests.learningkit import judge_one_through_api, queued_count
 from tests.test_integration_worker import pytestmark  # noqa: F401 (the same skip rules)
-from tests.workerkit import Worker, judgments_checksum, wait_for
+from tests.workerkit import Worker, judgments_checksum, wait_for, worker_settled
 
 BATCH = 5
 
@@ -45,6 +45,7 @@ def test_worker_retrains_after_a_batch_and_survives_sigkill_mid_retrain(
             judge_one_through_api(client, project, truth)
         before = judgments_checksum()
         wait_for("training of version 3", lambda: "training version 3" in log.read_text())
+        # The scenario, not a wait: kill 1 s into a retrain the fault holds open for 4 s.
         time.sleep(1.0)
         slow.kill()
         assert LearningModel.objects.filter(plan=plan).count() == 2
@@ -54,7 +55,7 @@ def test_worker_retrains_after_a_batch_and_survives_sigkill_mid_retrain(
         worker = Worker(log, worker_env).start()  # its start re-asks every unfinished plan
         wait_for("version 3", lambda: LearningModel.objects.filter(plan=plan).count() == 3)
         wait_for("the queue topped up", lambda: queued_count(plan) == 2 * BATCH)
-        time.sleep(2.0)  # anything still in flight would show now
+        worker_settled(worker_env["CELERY_BROKER_URL"])  # a redelivered step has run by now
         learning.learning_step(plan_id=plan.pk)  # a redelivered step finds nothing to do
         models = list(LearningModel.objects.filter(plan=plan).order_by("version"))
         assert [m.version for m in models] == [1, 2, 3]
@@ -83,7 +84,7 @@ def test_queue_never_runs_dry_while_the_worker_retrains_every_ten(plan_setup, wo
         for _ in range(40):
             depths.append(queued_count(plan))
             judge_one_through_api(client, project, truth)
-            time.sleep(0.5)
+            time.sleep(0.5)  # the scenario: the annotator's pace, one judgment every 0.5 s
         versions = LearningModel.objects.filter(plan=plan).count()
     finally:
         worker.stop()

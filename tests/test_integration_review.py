@@ -1,8 +1,6 @@
 """Learning from decisions with the real services: archivists' decisions queue a retrain in a
 real Celery worker, which stores a new classifier version, and the next search uses it."""
 
-import time
-
 from annotate.models import Persona, ReferenceSensitivity
 from ranking import classifier
 from ranking.classifier import sensitivity_model_train
@@ -11,16 +9,7 @@ from ranking.services import index_build
 from review import services
 from review.models import AuditEvent, Publication, ReviewRequest
 from tests.test_integration_worker import pytestmark  # noqa: F401 (the same skip rules)
-from tests.workerkit import Worker
-
-
-def _wait_for(what, condition, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
+from tests.workerkit import Worker, wait_for
 
 
 def _linux_is_sensitive(c, name: str) -> Persona:
@@ -53,9 +42,10 @@ def test_decisions_retrain_the_classifier_in_the_worker_and_searches_use_it(
             services.review_decide(
                 archivist=users["archivist"], persona=persona, document=d, kind="release"
             )
-        second = _wait_for(
+        second = wait_for(
             "version 2",
             lambda: SensitivityModel.objects.filter(persona=persona, version=2).first(),
+            120,
         )
     finally:
         worker.stop()
@@ -82,9 +72,10 @@ def test_the_worker_asks_the_archivist_after_the_searchers_response(
     try:
         outcome = services.search_protected(user=users["searcher"], collection=c, query="linux")
         assert outcome.shown == []  # the response is made before anything is asked
-        requests = _wait_for(
+        requests = wait_for(
             "the worker's review requests",
             lambda: list(ReviewRequest.objects.filter(search=outcome.search)),
+            120,
         )
     finally:
         worker.stop()

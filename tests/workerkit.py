@@ -5,13 +5,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from django.db import connection
 
 from config.celery import worker_command
+from tests.waitkit import until
 
 ROOT = Path(__file__).parents[1]
 
@@ -77,14 +77,44 @@ def worker_env(transactional_db, settings, tmp_path):
 
 
 def wait_for(what, condition, timeout=90.0):
-    """Poll ``condition`` until it is truthy (its value) or fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    """Poll ``condition`` until it is truthy (its value) or fail naming ``what``
+    (``tests.waitkit.until`` with the worker tests' order of arguments and timeout)."""
+    return until(condition, timeout, what)
+
+
+def worker_idle(url: str) -> bool:
+    """Whether nothing is in flight: no task message queued in the Redis broker at ``url``,
+    and the live worker runs none and holds none reserved (it answers Celery's ``inspect``).
+    A task that sends another does so while it runs, so the new message is queued before
+    the worker is idle. A message a SIGKILLed worker held is in flight to nobody: it stays
+    in kombu's ``unacked`` set until the visibility timeout (an hour), so that set is not
+    read. Asked twice in a row, to step over a message between the queue and the worker."""
+    import redis
+    from django.conf import settings
+
+    from config.celery import app
+
+    r = redis.Redis.from_url(url)
+    queues = {settings.CELERY_TASK_DEFAULT_QUEUE}
+    queues |= {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
+    # kombu keeps a queue's messages of priority n > 0 under "<queue>\x06\x16<n>"
+    keys = [*queues, *(f"{q}\x06\x16{n}" for q in queues for n in range(1, 10))]
+
+    def idle_once() -> bool:
+        if any(r.llen(k) for k in keys):
+            return False
+        with app.connection_for_write(url) as conn:
+            inspect = app.control.inspect(timeout=5.0, connection=conn, limit=1)
+            active, reserved = inspect.active(), inspect.reserved()
+        return bool(active and reserved) and not any([*active.values(), *reserved.values()])
+
+    return idle_once() and idle_once()
+
+
+def worker_settled(url: str, timeout: float = 60.0) -> None:
+    """Wait until the worker has nothing in flight (``worker_idle``): a redelivered or
+    duplicate task has then run, and whatever it would have written is in the database."""
+    until(lambda: worker_idle(url), timeout, "the worker to finish every task in flight")
 
 
 def judgments_checksum() -> str:

@@ -5,12 +5,13 @@ import os
 import pytest
 
 from tests.acceptance.stack import RESULTS, Web
+from tests.conftest import ON_POSTGRES
 from tests.workerkit import Worker
 
 
 def pytest_collection_modifyitems(config, items):
     needs = "DATABASE_URL (PostgreSQL) and REDIS_URL (Redis): make acceptance"
-    have = os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")
+    have = ON_POSTGRES and os.environ.get("REDIS_URL")
     for item in items:
         if "tests/acceptance/" in str(item.fspath):
             item.add_marker(pytest.mark.acceptance)

@@ -284,34 +284,35 @@ def test_t6_postgres_restarted_under_load(storm_project, web):
             try:
                 r = fig.timed(b.post, f"/api/projects/{project.slug}/tasks/next/")
             except requests.RequestException:
-                time.sleep(0.2)
+                time.sleep(0.2)  # a client's pause before it asks again
                 continue
             if r.status_code == 204:
                 return
             if r.status_code != 200:
-                time.sleep(0.2)
+                time.sleep(0.2)  # a client's pause before it asks again
                 continue
             task, key = r.json()["task"], uuid.uuid4().hex
             for _attempt in range(100):  # retry the same save until it gets an answer
                 try:
                     r = submit(b, task, key, via_page)
                 except requests.RequestException:
-                    time.sleep(0.2)
+                    time.sleep(0.2)  # a client's pause before it retries
                     continue
                 if r.status_code < 500:
                     break
-                time.sleep(0.2)
+                time.sleep(0.2)  # a client's pause before it retries
             if r.status_code in (200, 201):
                 acknowledged.append(
                     json.loads(r.headers["X-Judgment"])["id"] if via_page else r.json()["id"]
                 )
             else:  # a retry must get the stored judgment, never "already judged"
                 refused.append(r.status_code)
-            time.sleep(0.05)
+            time.sleep(0.05)  # the annotators' pace
 
     threads = [threading.Thread(target=annotate, args=a) for a in browsers]
     for t in threads:
         t.start()
+    # The scenario's timeline, not waits: a restart every 1.5 s of load, then 2 s of load.
     for _ in range(10):
         time.sleep(1.5)
         _restart_postgres()

@@ -6,7 +6,8 @@ gunicorn tries to learn what is withheld, on a collection protected by a real cl
 - statistics: the visible ranking of a query whose terms hidden documents hold, against the
   same documents published without the hidden ones: identical;
 - timing: hundreds of paired searches, a word only hidden documents hold against a word no
-  document holds; Mann-Whitney U on the response times;
+  document holds; Mann-Whitney U on the response times, and the run's own power (the
+  delay it would detect) at most TIMING_BOUND_MS;
 - stale pages: a document shown once is gone from its page and from the results page once
   the routing (here the band) would no longer show it;
 - GET-triggered searches: a link with ``?q=`` records nothing and asks the archivist nothing.
@@ -33,6 +34,11 @@ from tests.reviewkit import FILLER, store_scores
 BADGE = "confidentialbadge"  # what the classifier learns sensitive documents by
 TIMING_PAIRS = 300
 TIMING_ALPHA = 0.001
+# The largest added delay the timing test must still detect (in 80% of runs at TIMING_ALPHA)
+# on the response times of the run itself, or it fails as too noisy to tell: see
+# test_timing_does_not_depend_on_hidden_matches.
+TIMING_BOUND_MS = 5.0
+TIMING_POWER = 0.8
 
 
 def _doc(collection, docid, body, subject="Note"):
@@ -226,6 +232,25 @@ def test_stale_pages(attack):
 
 
 def test_timing_does_not_depend_on_hidden_matches(attack, worker):
+    """300 shuffled pairs of searches, a word 156 hidden documents hold against a word none
+    holds: the response times must not tell them apart (two-sided Mann-Whitney U, p above
+    TIMING_ALPHA), and the run must have been able to tell them apart had they differed.
+
+    A p-value alone passes more easily the noisier the machine: on a loaded one no leak is
+    found. So the run measures its own power: it resamples its control times into two
+    samples of TIMING_PAIRS, adds a delay to every time of one, and finds the smallest delay
+    that the same test rejects at TIMING_ALPHA in TIMING_POWER of 200 resamples
+    (``_detectable``; printed). It fails if that delay is above TIMING_BOUND_MS, 5 ms:
+
+    - the build before issue 14 leaked 9 ms (docs/protection.md); a run that cannot see a
+      delay about half that size could pass such a build by chance;
+    - CI's runs on a quiet machine of this kind (2 cores, gunicorn and the worker beside
+      the test) detected 3.0 to 4.5 ms (docs/reliability.md), so an ordinary run passes;
+    - on the same machine shared with other sessions' test runs and simulations (load
+      average 2 to 7, 2026-11-24), six runs detected only 6.5 to 10.5 ms (medians 68 to
+      110 ms): the old leak could have gone unseen, and the test now fails as too noisy to
+      tell instead of passing. Run ``make acceptance`` on a machine of its own.
+    """
     full, _alone, _publication, searcher = attack
     # warm both paths (the JVM, the visible view, the connection)
     for _ in range(20):
@@ -243,29 +268,34 @@ def test_timing_does_not_depend_on_hidden_matches(attack, worker):
             (hidden if kind == "hidden" else control).append(time.perf_counter() - started)
     _stat, p = mannwhitneyu(hidden, control, alternative="two-sided")
     h, c = np.median(hidden) * 1000, np.median(control) * 1000
-    passed = p > TIMING_ALPHA
+    detects = _detectable(control)
+    passed = p > TIMING_ALPHA and detects <= TIMING_BOUND_MS
     report(
         "T8 timing of hidden matches",
         passed,
         f"{TIMING_PAIRS} pairs (POST + results page): median {h:.1f} ms with hidden matches, "
         f"{c:.1f} ms with none; Mann-Whitney U two-sided p = {p:.3g} (fails below "
-        f"{TIMING_ALPHA}); the test finds a shift of {_detectable(control):.1f} ms in 80% of runs",
+        f"{TIMING_ALPHA}); power: detects {detects:.2f} ms in {TIMING_POWER:.0%} of runs "
+        f"(fails above {TIMING_BOUND_MS:g} ms)",
     )
-    assert passed, (h, c, p)
+    assert p > TIMING_ALPHA, f"the hidden matches changed the response times: {h, c, p}"
+    assert detects <= TIMING_BOUND_MS, (
+        f"too noisy to tell: this run would find only a delay of {detects:.2f} ms "
+        f"(more than {TIMING_BOUND_MS:g} ms) in {TIMING_POWER:.0%} of runs"
+    )
 
 
-def _detectable(times, *, power=0.8, trials=200) -> float:
-    """The smallest added delay (ms) that this test, on response times like ``times``,
-    finds at TIMING_ALPHA in ``power`` of the runs: two samples of TIMING_PAIRS drawn from
-    ``times``, the delay added to one."""
+def _detectable(times, *, trials=200, step_ms=0.25, up_to_ms=50.0) -> float:
+    """The smallest added delay (ms, in steps of ``step_ms``) that the timing test, on
+    response times like ``times``, finds at TIMING_ALPHA in TIMING_POWER of ``trials`` runs:
+    two samples of TIMING_PAIRS drawn from ``times`` with replacement, the delay added to
+    every time of one (the same draws for every delay); inf if none up to ``up_to_ms``."""
     rng = np.random.default_rng(0)
     times = np.asarray(times)
-    for shift in np.arange(0.5, 20.5, 0.5) / 1000:
-        found = 0
-        for _ in range(trials):
-            a = rng.choice(times, TIMING_PAIRS)
-            b = rng.choice(times, TIMING_PAIRS) + shift
-            found += mannwhitneyu(a, b, alternative="two-sided")[1] < TIMING_ALPHA
-        if found >= power * trials:
-            return shift * 1000
+    a = rng.choice(times, (trials, TIMING_PAIRS))
+    b = rng.choice(times, (trials, TIMING_PAIRS))
+    for shift_ms in np.arange(step_ms, up_to_ms + step_ms / 2, step_ms):
+        p = mannwhitneyu(a, b + shift_ms / 1000, axis=1, alternative="two-sided").pvalue
+        if np.mean(p < TIMING_ALPHA) >= TIMING_POWER:
+            return float(shift_ms)
     return float("inf")

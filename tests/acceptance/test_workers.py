@@ -17,7 +17,7 @@ from ranking import learning
 from ranking.models import LearningModel, LearningPlan
 from tests.acceptance.stack import Browser, Figures
 from tests.learningkit import judge_one_through_api, queued_count
-from tests.workerkit import Worker, judgments_checksum, wait_for
+from tests.workerkit import Worker, judgments_checksum, wait_for, worker_settled
 
 BATCH = 5
 DELAY_MS = 1500
@@ -53,7 +53,8 @@ def test_t4_worker_killed_twenty_times_while_retraining(plan_setup, worker_env, 
             before = judgments_checksum()
             marker = f"training version {versions + 1} "
             wait_for(marker, lambda m=marker: m in log.read_text(), 120)
-            time.sleep(rng.uniform(0, DELAY_MS / 1000 + 0.3))  # during the retrain
+            # The scenario, not a wait: the kill lands at a random moment of the retrain.
+            time.sleep(rng.uniform(0, DELAY_MS / 1000 + 0.3))
             worker.kill()
             killed_with = LearningModel.objects.filter(plan=plan).count()
             worker = Worker(log, env).start()
@@ -71,7 +72,7 @@ def test_t4_worker_killed_twenty_times_while_retraining(plan_setup, worker_env, 
             fig.notes["killed_before_recording"] = fig.notes.get(
                 "killed_before_recording", 0
             ) + int(killed_with == versions)
-        time.sleep(2.0)  # anything still in flight would show now
+        worker_settled(env["CELERY_BROKER_URL"])  # a redelivered step has run by now
         models = list(LearningModel.objects.filter(plan=plan).order_by("version"))
         marks = [(m.judgment_mark, m.seed_mark) for m in models]
     finally:
@@ -166,7 +167,7 @@ def test_t5_redis_stopped_for_fifteen_seconds_under_load(
         while not stop.is_set():
             r = fig.timed(b.post, f"/api/projects/{slug}/tasks/next/")
             if r.status_code != 200:
-                time.sleep(0.3)
+                time.sleep(0.3)  # a client's pause before asking again
                 continue
             task = r.json()
             answer = dict(body)
@@ -183,13 +184,14 @@ def test_t5_redis_stopped_for_fifteen_seconds_under_load(
                 acknowledged.append(r.json()["id"])
             else:
                 failed.append(key)
-            time.sleep(0.1)
+            time.sleep(0.1)  # the annotators' pace
 
     threads = [threading.Thread(target=annotate, args=(al, project.slug, truth))] + [
         threading.Thread(target=annotate, args=(b, storm.slug)) for b in others
     ]
     for t in threads:
         t.start()
+    # The scenario's timeline, not waits: 3 s of load, Redis down 15 s, 5 s of load after.
     time.sleep(3.0)
     _redis("stop")
     down_at = len(acknowledged)

@@ -43,9 +43,8 @@ def _import(slug: str):
     return collection, report
 
 
+@pytest.mark.needs_postgres("COPY is PostgreSQL's; elsewhere rows_insert is bulk_create")
 def test_copy_stores_what_bulk_create_stores(monkeypatch):
-    if connection.vendor != "postgresql":
-        pytest.skip("COPY is PostgreSQL's; elsewhere rows_insert is bulk_create")
     copied, copied_report = _import("by-copy")
     monkeypatch.setattr(bulk, "USE_COPY", False)
     created, created_report = _import("by-bulk-create")
@@ -58,9 +57,8 @@ def test_copy_stores_what_bulk_create_stores(monkeypatch):
     assert any(d["thread_key"] for d in by_copy.values())
 
 
+@pytest.mark.needs_postgres("COPY is PostgreSQL's")
 def test_copy_sets_the_ids_later_rows_point_at():
-    if connection.vendor != "postgresql":
-        pytest.skip("COPY is PostgreSQL's")
     collection = Collection.objects.create(name="c", slug="c")
     docs = bulk.rows_insert(
         Document,
@@ -75,9 +73,8 @@ def test_copy_sets_the_ids_later_rows_point_at():
     assert later.pk > docs[-1].pk  # the sequence moved past the ids COPY used
 
 
+@pytest.mark.needs_postgres("PostgreSQL's planner statistics")
 def test_a_large_import_refreshes_the_planners_statistics(monkeypatch):
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL's planner statistics")
 
     def sampled_rows() -> float:
         with connection.cursor() as cursor:

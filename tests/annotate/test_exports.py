@@ -1,11 +1,13 @@
 """Final labels, qrels and annotation-table exports, agreement of a round, adjudication."""
 
 import csv
+import datetime
 import io
+import json
 import math
-import os
 import threading
 import uuid
+import zipfile
 
 import ir_measures
 import pytest
@@ -18,8 +20,7 @@ from sklearn.metrics import cohen_kappa_score
 from annotate import exports, judgments, projects, selectors, services
 from annotate.models import Judgment, Round, Task
 from tests.exportkit import two_exports_of_one_snapshot
-
-ON_POSTGRES = os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
+from tests.waitkit import until
 
 
 def judge_through_api(user, project, answer):
@@ -145,10 +146,102 @@ def test_majority_rule_breaks_ties_upwards(make_project):
     assert qrels == {docs[0]: "0", docs[1]: "2"}  # 0,0,2 -> 0; 0,1,2 (a tie) -> 2
 
 
-def test_two_exports_of_the_same_data_are_byte_identical(training):
-    project, (a, b), docs = training
-    judge_through_api(a, project, answers(dict.fromkeys(docs, 1), dict.fromkeys(docs, "no")))
-    assert exports.export_files(project) == exports.export_files(project)
+EXPORT_FILES = [
+    "annotations.csv",
+    "annotations.jsonl",
+    "kappa-per-round.png",
+    "qrels.txt",
+    "relevant-per-topic.png",
+    "sensitivity-maeve.txt",
+    "sensitivity-prevalence.png",
+]
+CSV_HEADER = (
+    "judgment_id,project,round,round_kind,topic,persona,docno,annotator,relevance,"
+    "persona_sensitive,personal_sensitive,comment,active_seconds,started_at,submitted_at,"
+    "updated_at,version,final_relevance,relevance_rule,final_persona_sensitive,sensitivity_rule"
+)
+
+
+def test_a_small_known_project_exports_exactly_these_files_and_the_same_bytes_again(
+    make_project,
+):
+    """Two annotators, three documents, known answers and times: every file the export must
+    produce, its exact text (qrels, sensitivity, every CSV row, every JSONL object), PNGs
+    for the pictures, and the same bytes from a second export and from the zip twice."""
+    project, (a, b) = make_project(annotators=2, n_tasks=3, kind=Round.Kind.TRAINING)
+    d1, d2, d3 = Task.objects.order_by("id").values_list("document__docid", flat=True)
+    assert (d1, d2, d3) == (
+        "sample/easy-ham-1-00001.eml",
+        "sample/easy-ham-1-00014.eml",
+        "sample/easy-ham-1-00067.eml",
+    )
+    grades_a, grades_b = {d1: 2, d2: 1, d3: 0}, {d1: 0, d2: 1, d3: 0}
+    sens_a = {d1: "yes", d2: "no", d3: "dont_know"}
+    sens_b = {d1: "no", d2: "no", d3: "dont_know"}
+    assert judge_through_api(a, project, answers(grades_a, sens_a, {d1: "=1+1"})) == 3
+    assert judge_through_api(b, project, answers(grades_b, sens_b)) == 3
+    # Submission times are the clock's: pin them so that every byte is known.
+    when = datetime.datetime(2026, 11, 21, 10, 0, 5, tzinfo=datetime.UTC)
+    Judgment.objects.update(submitted_at=when, updated_at=when)
+    ids = {(j.annotator.username, j.task.document.docid): j.pk for j in Judgment.objects.all()}
+
+    files = exports.export_files(project)
+
+    assert sorted(files) == EXPORT_FILES
+    assert files["qrels.txt"] == f"1 0 {d1} 2\n1 0 {d2} 1\n1 0 {d3} 0\n"
+    # d3 has only "don't know" answers: no sensitivity label.
+    assert files["sensitivity-maeve.txt"] == f"1 0 {d1} 1\n1 0 {d2} 0\n"
+    times = "3.0,2026-11-21T10:00:00+00:00,2026-11-21T10:00:05+00:00,2026-11-21T10:00:05+00:00,1"
+    rows = {
+        ("project-a0", d1): f"project,1,training,1,Maeve,{d1},project-a0,2,yes,no,'=1+1,{times},"
+        "2,rule:higher,1,rule:any-sensitive",
+        ("project-a0", d2): f"project,1,training,1,Maeve,{d2},project-a0,1,no,no,,{times},"
+        "1,agreed,0,agreed",
+        ("project-a0", d3): f"project,1,training,1,Maeve,{d3},project-a0,0,dont_know,no,,{times},"
+        "0,agreed,,no-answer",
+        ("project-a1", d1): f"project,1,training,1,Maeve,{d1},project-a1,0,no,no,,{times},"
+        "2,rule:higher,1,rule:any-sensitive",
+        ("project-a1", d2): f"project,1,training,1,Maeve,{d2},project-a1,1,no,no,,{times},"
+        "1,agreed,0,agreed",
+        ("project-a1", d3): f"project,1,training,1,Maeve,{d3},project-a1,0,dont_know,no,,{times},"
+        "0,agreed,,no-answer",
+    }
+    in_id_order = sorted(rows, key=ids.__getitem__)
+    assert files["annotations.csv"] == "".join(
+        [CSV_HEADER + "\n"] + [f"{ids[k]},{rows[k]}\n" for k in in_id_order]
+    )
+    # The JSONL holds the same rows, typed, the comment as written, keys sorted.
+    table = csv.DictReader(io.StringIO(files["annotations.csv"]))
+    expected = []
+    for row in table:
+        row.update(
+            judgment_id=int(row["judgment_id"]),
+            round=int(row["round"]),
+            relevance=int(row["relevance"]),
+            active_seconds=3.0,
+            version=1,
+            final_relevance=int(row["final_relevance"]),
+            final_persona_sensitive=(
+                int(row["final_persona_sensitive"]) if row["final_persona_sensitive"] else None
+            ),
+            comment=row["comment"].removeprefix("'"),
+        )
+        expected.append(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    assert files["annotations.jsonl"] == "".join(expected)
+    assert files["annotations.jsonl"].startswith('{"active_seconds": 3.0, "annotator": ')
+    assert '"comment": "=1+1"' in files["annotations.jsonl"]
+    for name in ("kappa-per-round.png", "relevant-per-topic.png", "sensitivity-prevalence.png"):
+        assert files[name].startswith(b"\x89PNG\r\n\x1a\n"), name
+
+    again = exports.export_files(project)
+    assert again == files  # byte-identical: every text and every PNG
+    archive = exports.export_zip(project)
+    assert exports.export_zip(project) == archive
+    with zipfile.ZipFile(io.BytesIO(archive)) as z:
+        assert z.namelist() == [f"{project.slug}/{n}" for n in files]
+        for name, content in files.items():
+            data = content if isinstance(content, bytes) else content.encode()
+            assert z.read(f"{project.slug}/{name}") == data, name
 
 
 def test_export_command_writes_every_file(training, tmp_path):
@@ -218,7 +311,7 @@ def test_adjudication_refuses_incomplete_or_invalid_labels(
         )
 
 
-@pytest.mark.skipif(not ON_POSTGRES, reason="exported snapshots are PostgreSQL's")
+@pytest.mark.needs_postgres("exported snapshots are PostgreSQL's")
 def test_t11_two_exports_of_one_snapshot_taken_while_annotators_submit_are_identical(
     transactional_db, make_project
 ):
@@ -236,8 +329,7 @@ def test_t11_two_exports_of_one_snapshot_taken_while_annotators_submit_are_ident
     workers = [threading.Thread(target=annotate, args=(u,)) for u in users]
     for w in workers:
         w.start()
-    while Judgment.objects.count() < 10:
-        pass
+    until(lambda: Judgment.objects.count() >= 10, 60, "ten judgments submitted")
     first, second, n_judgments, n_docs = two_exports_of_one_snapshot(project)
     for w in workers:
         w.join(120)
@@ -248,8 +340,6 @@ def test_t11_two_exports_of_one_snapshot_taken_while_annotators_submit_are_ident
 
 
 def test_lead_sees_agreement_adjudicates_and_the_export_reflects_it(training, users, login):
-    import zipfile
-
     project, (a, b), docs = training
     no = dict.fromkeys(docs, "no")
     judge_through_api(a, project, answers(dict(zip(docs, [2, 1, 0, 0, 1, 2], strict=True)), no))

@@ -1,4 +1,3 @@
-import os
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -77,10 +76,7 @@ def test_dates_with_offsets_the_database_cannot_store_keep_their_instant(collect
     assert stored["zones/near.eml"] == datetime(2002, 8, 21, 18, 31, 57, tzinfo=UTC)
 
 
-@pytest.mark.skipif(
-    not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
-    reason="PostgreSQL refuses the value (SQLite stores it): needs DATABASE_URL, see .ci/run",
-)
+@pytest.mark.needs_postgres("PostgreSQL refuses the value (SQLite stores it)")
 def test_a_value_the_database_refuses_costs_its_message_only(collection, tmp_path, monkeypatch):
     from annotate.parsing import emails
 

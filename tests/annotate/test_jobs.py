@@ -13,6 +13,7 @@ from django.utils import timezone
 from annotate import jobs
 from annotate.models import Job
 from tests.factories import ProjectFactory
+from tests.waitkit import until
 
 
 def test_a_job_whose_heartbeat_stopped_is_failed_saying_its_worker_died(collection):
@@ -74,9 +75,9 @@ def test_a_running_job_keeps_its_heartbeat(transactional_db, collection, monkeyp
     job = jobs.job_start(job_id=Job.objects.create(kind=Job.Kind.INDEX).pk)
     first = job.heartbeat_at
     with jobs.job_running(job):
-        import time
-
-        time.sleep(0.5)
+        until(
+            lambda: Job.objects.get(pk=job.pk).heartbeat_at > first, 10, "a heartbeat after start"
+        )
     job.refresh_from_db()
     assert job.status == Job.Status.RUNNING  # the block recorded no outcome: still its own
     assert job.heartbeat_at > first

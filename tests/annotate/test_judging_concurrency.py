@@ -5,7 +5,6 @@ serialises writers with BEGIN IMMEDIATE instead of row locks; these run where CI
 against PostgreSQL (DATABASE_URL).
 """
 
-import os
 import random
 import threading
 import uuid
@@ -21,10 +20,7 @@ from annotate import judgments
 from annotate.models import Assignment, Document, Judgment, Task
 from tests.stormkit import BODY, PAGE_FORM, run_threads
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
-    reason="row-lock concurrency runs on PostgreSQL (DATABASE_URL); see .ci/run",
-)
+pytestmark = pytest.mark.needs_postgres("row-lock concurrency")
 
 
 def test_t1_claim_storm_never_over_assigns_and_every_task_reaches_its_overlap(storm_project):

@@ -24,14 +24,13 @@ from annotate.models import Document, Judgment, Persona, Topic
 from tests.factories import ProjectFactory
 from tests.stormkit import BODY
 
-pytestmark = pytest.mark.skipif(
-    not (
-        os.environ.get("SASC_ALLOW_PG_RESTART") == "1"
-        and shutil.which("pg_ctlcluster")
-        and os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
+pytestmark = [
+    pytest.mark.needs_postgres("T6 restarts PostgreSQL"),
+    pytest.mark.skipif(
+        not (os.environ.get("SASC_ALLOW_PG_RESTART") == "1" and shutil.which("pg_ctlcluster")),
+        reason="restarts PostgreSQL: needs SASC_ALLOW_PG_RESTART=1 and pg_ctlcluster",
     ),
-    reason="restarts PostgreSQL: needs SASC_ALLOW_PG_RESTART=1, pg_ctlcluster and DATABASE_URL",
-)
+]
 
 
 def restart_postgres():
@@ -104,7 +103,7 @@ def test_t6_postgres_restart_under_load_loses_and_duplicates_nothing(
                 if r.status_code >= 500:  # the database is restarting: try again
                     with lock:
                         server_errors.append(r.status_code)
-                    time.sleep(0.2)
+                    time.sleep(0.2)  # a client's pause before it asks again
                     continue
                 task_id, key = r.json()["task"], uuid.uuid4().hex
                 for _attempt in range(100):  # a client retries with the same key
@@ -115,13 +114,13 @@ def test_t6_postgres_restart_under_load_loses_and_duplicates_nothing(
                         break
                     with lock:
                         server_errors.append(r.status_code)
-                    time.sleep(0.2)
+                    time.sleep(0.2)  # a client's pause before it retries
                 with lock:
                     if r.status_code in (200, 201):
                         acknowledged.append(judgment_id(r, via_page))
                     else:  # a retry must get the stored judgment, never "already judged"
                         refused.append(r.status_code)
-                time.sleep(0.05)
+                time.sleep(0.05)  # the annotators' pace
         finally:
             connection.close()
 
@@ -136,6 +135,7 @@ def test_t6_postgres_restart_under_load_loses_and_duplicates_nothing(
     # Restart ten times mid-work: each restart catches some saves between their commit and
     # their response (a build without the Idempotency-Key lookup fails here most runs).
     for after in range(20, 320, 30):
+        # Wait for the count, but restart after 60 s whatever it is (the scenario's schedule).
         deadline = time.monotonic() + 60
         while len(acknowledged) < after and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -1,7 +1,6 @@
 """Training a persona's sensitivity classifier from stored labels: versions, report, the
 lead's page and its worker job, refusals."""
 
-import os
 import re
 from pathlib import Path
 
@@ -168,10 +167,7 @@ def test_the_joint_rankers_message_features_cover_every_email_and_no_other_kind(
     assert classifier.ranking_document_features(collection=smart) is None
 
 
-@pytest.mark.skipif(
-    not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
-    reason="row locks: runs on PostgreSQL (DATABASE_URL); see .ci/run",
-)
+@pytest.mark.needs_postgres("row locks")
 def test_two_trainings_stored_at_once_take_two_versions(
     transactional_db, sample_collection, tmp_path, monkeypatch
 ):
