@@ -133,7 +133,7 @@ def searcher_copy(document: Document, redaction: Redaction | None, elsewhere=())
         return document
     doc = copy.copy(document)
     for field, text in redacted_fields(document, own, elsewhere).items():
-        setattr(doc, field, text)
+        setattr(doc, field, unwrapped(text))
     for field in HEADERS:
         setattr(doc, field, writings.redact_everywhere(getattr(document, field), secrets))
     # the id is shown on the page (a zip member named after its subject holds its words);
@@ -157,11 +157,39 @@ def searcher_copy(document: Document, redaction: Redaction | None, elsewhere=())
 def _attachment_copy(attachment: Attachment, secrets: set[str]) -> Attachment:
     shown = copy.copy(attachment)
     shown.filename = writings.redact_everywhere(attachment.filename, secrets)
-    shown.text = writings.redact_everywhere(attachment.text, secrets)
+    shown.text = unwrapped(writings.redact_everywhere(attachment.text, secrets))
     if shown.text != attachment.text:
         shown.size = len(shown.text.encode("utf-8"))  # the redacted text's, not the original's
     shown.save = shown.delete = _read_only
     return shown
+
+
+_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)*")
+
+
+def unwrapped(text: str) -> str:
+    """``text`` with each paragraph that holds a redaction mark joined into one line (its
+    quote markers kept once): mail is wrapped at a fixed width, so where a line holding a
+    mark breaks would tell how long the hidden value was (a 4-digit PIN leaves a line
+    shorter than a 20-digit one). The page wraps the joined line itself."""
+    if writings.MARK not in text:
+        return text
+    out: list[str] = []
+    for block in re.split(r"(\n[ \t>]*\n)", text):
+        if writings.MARK not in block or block.startswith("\n"):
+            out.append(block)
+            continue
+        lines = block.split("\n")
+        runs: list[tuple[str, list[str]]] = []
+        for line in lines:
+            prefix = _QUOTE.match(line).group()
+            rest = line[len(prefix) :].strip()
+            if runs and runs[-1][0].strip() == prefix.strip() and rest:
+                runs[-1][1].append(rest)
+            else:
+                runs.append((prefix, [rest] if rest else []))
+        out.append("\n".join(prefix + " ".join(words) for prefix, words in runs))
+    return "".join(out)
 
 
 def _read_only(*args, **kwargs):

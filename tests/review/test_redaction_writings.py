@@ -15,7 +15,7 @@ from annotate.entities import collection_entities_detect
 from annotate.models import Attachment
 from ranking import lucene, writings
 from ranking.services import index_build
-from review import copies, visibility
+from review import copies, redaction, visibility
 from review.models import Redaction, ReviewRequest, SearchLog
 from tests.reviewkit import searcher_search
 
@@ -221,3 +221,25 @@ def test_a_query_for_a_redacted_value_asks_about_no_document_holding_it(
     searcher_search(client, c, "wallabyword")
     asked = ReviewRequest.objects.filter(search=SearchLog.objects.latest("pk"))
     assert asked.filter(document=u).exists()
+
+
+def test_where_a_wrapped_line_breaks_does_not_tell_a_redacted_values_length(published, users):
+    """Mail wraps at a fixed width: with a 4-digit and a 20-digit value redacted, the line
+    holding the mark broke at other words, telling the length (fresh-eye attacker)."""
+    import textwrap
+
+    c, persona, docs, kinds = published
+    safe = [d for d in docs if kinds[d.pk] == "safe"][:3]
+    words = "Your new code for the side door of the Kilkenny office is {} from Monday on, "
+    words += "please keep it to yourself and do not write it on the door frame again."
+    bodies = []
+    for doc, value in zip(safe, ("4471", "98765432101", "44718823991744718823"), strict=True):
+        doc.body = "Hello,\n\n" + textwrap.fill(words.format(value), 72) + "\n\nThanks\n"
+        doc.save(update_fields=["body"])
+        spans = [{"field": "body", "start": doc.body.index(value), "reason": "security"}]
+        spans[0]["end"] = spans[0]["start"] + len(value)
+        redaction.redaction_save(
+            archivist=users["archivist"], persona=persona, document=doc, spans=spans
+        )
+        bodies.append(redaction.searcher_copies(persona=persona, documents=[doc])[0].body)
+    assert bodies[0] == bodies[1] == bodies[2], bodies
