@@ -20,6 +20,7 @@ from email.message import Message
 
 from annotate.parsing.html_text import html_to_text
 from annotate.parsing.threads import id_list, normalise_id
+from ranking.names import ADDR_SPEC, ADDRESS_LIST, MAILBOX
 
 # Charsets tried, in order, after the declared one fails; latin-1 decodes any byte string.
 FALLBACK_CHARSETS = ("utf-8", "cp1252", "latin-1")
@@ -45,18 +46,7 @@ _ADDRESS_HEADERS = ("to", "cc", "bcc")
 # and dates), and with the registry's own text, remembered per value, for everything else.
 # ``tests/annotate/test_header_fast_path.py`` holds the two equal, value by value and
 # message by message.
-_ATEXT = r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+"
-_DOT_ATOM = rf"{_ATEXT}(?:\.{_ATEXT})*"
-_ADDR_SPEC = rf"{_DOT_ATOM}@{_DOT_ATOM}"
-_QCHARS = r"[!#-\[\]-~]+"  # printable ASCII but the quote and the backslash
-_MAILBOX = re.compile(
-    rf"(?P<bare>{_ADDR_SPEC})"
-    rf"|(?:(?P<atoms>{_ATEXT}(?: {_ATEXT})*)"
-    rf'|"(?P<quoted>{_QCHARS}(?: {_QCHARS})*)") <(?P<addr>{_ADDR_SPEC})>'
-)
-_SHAPE = re.sub(r"\(\?P<\w+>", "(?:", _MAILBOX.pattern)
-_ADDRESS_LIST = re.compile(rf"[ \t]*(?:{_SHAPE})(?:[ \t]*,[ \t]*(?:{_SHAPE}))*[ \t]*")
-_MESSAGE_ID = re.compile(rf"<{_ADDR_SPEC}>")
+_MESSAGE_ID = re.compile(rf"<{ADDR_SPEC}>")
 _SPECIALS = frozenset('()<>@,:;."[]')
 _ADDRESS_NAMES = frozenset(
     ("from", "to", "cc", "bcc", "sender", "reply-to")
@@ -87,8 +77,8 @@ def header_text(name: str, value: str) -> str:
     key = name.lower()
     if value.isascii() and "=?" not in value:  # encoded words are the registry's to decode
         if key in _ADDRESS_NAMES:
-            if _ADDRESS_LIST.fullmatch(value):
-                return ", ".join(_mailbox_text(m) for m in _MAILBOX.finditer(value))
+            if ADDRESS_LIST.fullmatch(value):
+                return ", ".join(_mailbox_text(m) for m in MAILBOX.finditer(value))
         elif key in _DATE_NAMES:
             if not value:
                 return ""
@@ -230,8 +220,8 @@ def _header(msg: Message, name: str, problems: list[str]) -> str:
 
 
 def _addresses(value: str) -> list[str]:
-    if value.isascii() and "=?" not in value and _ADDRESS_LIST.fullmatch(value):
-        return [(m["bare"] or m["addr"]).lower() for m in _MAILBOX.finditer(value)]
+    if value.isascii() and "=?" not in value and ADDRESS_LIST.fullmatch(value):
+        return [(m["bare"] or m["addr"]).lower() for m in MAILBOX.finditer(value)]
     pairs = email.utils.getaddresses([value]) if value else []
     return [addr.strip().lower() for _name, addr in pairs if addr and "@" in addr]
 
