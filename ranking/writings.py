@@ -290,3 +290,58 @@ def _opening(text: str, start: int) -> int:
     while start > 0 and text[start - 1] in "+(":
         start -= 1
     return start
+
+
+# ---- values written encoded (ranking.encodings): base64, uuencode, quoted-printable, percent
+
+
+def encoded_texts(text: str) -> list[str]:
+    """Return the texts ``text`` holds encoded (``ranking.encodings.encoded_regions``: base64,
+    uuencode, quoted-printable, percent-encoding, MIME encoded words, nested ones read too),
+    to be scanned with the text itself: a value written only encoded is held all the same."""
+    from ranking.encodings import encoded_regions
+
+    return [r.decoded for r in encoded_regions(text)]
+
+
+def redact_encoded(text: str, values: Iterable[str]) -> str:
+    """Return ``text`` with each encoded region that holds a writing of one of ``values``
+    replaced by one mark (``REDACTED``), the whole region: what is left of a base64 block
+    or an escaped URL must not be decodable. A writing that runs from the text into a region
+    (``617 555%200199``, a number split by a hard line break in quoted-printable) takes the
+    region and the text's part of it. Writings outside every region are left to
+    ``redact_everywhere``."""
+    import bisect
+
+    from ranking.encodings import encoded_regions
+
+    values = list(values)
+    regions = encoded_regions(text)
+    spans = [(r.start, r.end) for r in regions if scan([r.decoded], values)]
+    if regions:
+        # the text with each region read: a writing found there maps back to the regions
+        # it touches and the text between
+        pieces, starts, pos = [], [], 0  # (view start, text start, region or None)
+        view, length = [], 0
+        for r in regions:
+            for part, region in ((text[pos : r.start], None), (r.decoded, r)):
+                pieces.append((length, pos if region is None else r.start, region))
+                starts.append(length)
+                view.append(part)
+                length += len(part)
+            pos = r.end
+        pieces.append((length, pos, None))
+        starts.append(length)
+        view.append(text[pos:])
+
+        def back(at: int, end: bool) -> tuple[int, bool]:
+            v, t, region = pieces[bisect.bisect_right(starts, at - end) - 1]
+            if region is None:
+                return t + at - v, False
+            return (region.end if end else region.start), True
+
+        for a, b in find("".join(view), values):
+            (start, in_a), (stop, in_b) = back(a, False), back(b, True)
+            if in_a or in_b or any(start < r.end and r.start < stop for r in regions):
+                spans.append((_opening(text, start), stop))
+    return redact(text, spans) if spans else text
