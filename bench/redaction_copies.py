@@ -38,9 +38,11 @@ def texts(n: int) -> list[list[str]]:
         out = []
         for path in sorted(Path(tmp).glob("*.mbox")):
             for message in mailbox.mbox(path):
-                body = message.get_payload(decode=False)
-                if isinstance(body, list):
-                    body = "\n".join(str(p.get_payload(decode=False)) for p in body)
+                # the text a collection stores: its text parts decoded (attachments apart)
+                parts = [p for p in message.walk() if p.get_content_maintype() == "text"]
+                body = "\n".join(
+                    (p.get_payload(decode=True) or b"").decode("utf-8", "replace") for p in parts
+                )
                 out.append(
                     [str(message["subject"] or ""), str(body), str(message["from"] or "")]
                     + [str(message["to"] or ""), str(message["cc"] or "")]

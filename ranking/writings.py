@@ -294,7 +294,7 @@ class Scanner:
 
     def present(self, projected: str) -> list[str]:
         """The keys that occur in a projection (each a candidate writing to confirm)."""
-        if len(self.by_key) <= 16:
+        if len(self.by_key) <= 200:  # a substring search per key is C-fast up to a few hundred
             return [k for k in self.by_key if k in projected]
         found: set[str] = set()
         h, by_head = self.head, self.by_head
@@ -309,6 +309,7 @@ class Scanner:
         if not self.by_key:
             return set()
         texts = [t for t in texts if t]
+        texts += [d for t in texts for d in encoded_texts(t)]  # base64, uuencode, QP, %XX
         joined = "\x00".join(projection(t) for t in texts)
         found: set[str] = set()
         for k in sorted(self.present(joined), key=len, reverse=True):
@@ -374,5 +375,62 @@ def redact_everywhere(text: str, values: Iterable[str]) -> str:
     A redaction hides values, not offsets: the same account number repeated later in the
     message, quoted in a reply, written compact or in groups, in the subject, a header or an
     attachment must not stay readable or searchable."""
+    values = list(values)
+    text = redact_encoded(text, values)  # a base64 block, a quoted-printable line... holding one
     spans = find(text, values)
+    return redact(text, spans) if spans else text
+
+
+# ---- values written encoded (ranking.encodings): base64, uuencode, quoted-printable, percent
+
+
+def encoded_texts(text: str) -> list[str]:
+    """Return the texts ``text`` holds encoded (``ranking.encodings.encoded_regions``: base64,
+    uuencode, quoted-printable, percent-encoding, MIME encoded words, nested ones read too),
+    to be scanned with the text itself: a value written only encoded is held all the same."""
+    from ranking.encodings import encoded_regions
+
+    return [r.decoded for r in encoded_regions(text)]
+
+
+def redact_encoded(text: str, values: Iterable[str]) -> str:
+    """Return ``text`` with each encoded region that holds a writing of one of ``values``
+    replaced by one mark (``REDACTED``), the whole region: what is left of a base64 block
+    or an escaped URL must not be decodable. A writing that runs from the text into a region
+    (``617 555%200199``, a number split by a hard line break in quoted-printable) takes the
+    region and the text's part of it. Writings outside every region are left to
+    ``redact_everywhere``."""
+    import bisect
+
+    from ranking.encodings import encoded_regions
+
+    values = list(values)
+    regions = encoded_regions(text)
+    spans = [(r.start, r.end) for r in regions if scan([r.decoded], values)]
+    if regions:
+        # the text with each region read: a writing found there maps back to the regions
+        # it touches and the text between
+        pieces, starts, pos = [], [], 0  # (view start, text start, region or None)
+        view, length = [], 0
+        for r in regions:
+            for part, region in ((text[pos : r.start], None), (r.decoded, r)):
+                pieces.append((length, pos if region is None else r.start, region))
+                starts.append(length)
+                view.append(part)
+                length += len(part)
+            pos = r.end
+        pieces.append((length, pos, None))
+        starts.append(length)
+        view.append(text[pos:])
+
+        def back(at: int, end: bool) -> tuple[int, bool]:
+            v, t, region = pieces[bisect.bisect_right(starts, at - end) - 1]
+            if region is None:
+                return t + at - v, False
+            return (region.end if end else region.start), True
+
+        for a, b in find("".join(view), values):
+            (start, in_a), (stop, in_b) = back(a, False), back(b, True)
+            if in_a or in_b or any(start < r.end and r.start < stop for r in regions):
+                spans.append((start, stop))
     return redact(text, spans) if spans else text

@@ -21,9 +21,9 @@ LAYER_NAMES = {CORE: "core", DATA: "data", SERVICES: "services", ENTRY: "entry p
 LAYERS = [
     # pure: numpy / scipy / scikit-learn / pyserini, no Django, no app data
     (
-        r"ranking\.(active|entities|explain|exposure|features|highlight|ltr|lucene|measures|neardup"
-        r"|names|protection|protection_eval|runs|sensitivity|simulate|simulate_stopping|stopping"
-        r"|visible|writings)",
+        r"ranking\.(active|encodings|entities|explain|exposure|features|highlight|ltr|lucene|measures"
+        r"|neardup|names|protection|protection_eval|runs|sensitivity|simulate|simulate_stopping"
+        r"|stopping|visible|writings)",
         CORE,
     ),
     (r"annotate\.(agreement|parsing(\..+)?)", CORE),

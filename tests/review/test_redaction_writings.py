@@ -243,3 +243,30 @@ def test_where_a_wrapped_line_breaks_does_not_tell_a_redacted_values_length(publ
         )
         bodies.append(redaction.searcher_copies(persona=persona, documents=[doc])[0].body)
     assert bodies[0] == bodies[1] == bodies[2], bodies
+
+
+def test_a_value_written_encoded_is_hidden_and_its_message_is_a_copy(mailbox, client, users):
+    """Fresh-eye attacker: a bounce quoting the message's raw MIME part in base64 and an
+    inline uuencoded block showed every redacted value to anyone who decoded them."""
+    import base64
+    import binascii
+
+    c, persona, d, r, f = mailbox
+    raw = f"Account: {ACCOUNT} / IBAN {IBAN} / Phone: {PHONE}\n".encode()
+    b64 = "".join(f"> {line}\n" for line in base64.encodebytes(raw * 3).decode().split())
+    uu = "begin 644 payee.txt\n" + binascii.b2a_uu(raw[:45]).decode() + "`\nend\n"
+    r.body = f"Delivery failed. The original message:\n{b64}\n{uu}\n{r.body}"
+    r.save(update_fields=["body"])
+    _redact_as_suggested(client, users, persona, d)
+    found = {x.document.pk for x in copies.copies_of(persona=persona, document=d)}
+    assert r.pk in found
+    [shown] = redaction.searcher_copies(persona=persona, documents=[r])
+    for line in shown.body.splitlines():  # nothing left decodes to a value
+        for piece in line.replace(">", " ").split():
+            try:
+                decoded = base64.b64decode(piece + "=" * (-len(piece) % 4)).decode("latin-1")
+            except (binascii.Error, ValueError):
+                continue
+            assert not writings.scan([decoded], VALUES), piece
+    assert "begin 644" not in shown.body or writings.MARK in shown.body
+    assert not writings.scan(writings.encoded_texts(shown.body), VALUES)
