@@ -85,12 +85,8 @@ def copies_of(*, persona: Persona, document: Document, today: date | None = None
     ]
     secrets = list({id(e): e for e in secrets}.values())
     holding = redaction.holders(collection=document.collection, values=[e["text"] for e in secrets])
-    candidates = (
-        Document.objects.filter(pk__in=list(holding))
-        .exclude(pk=document.pk)
-        .prefetch_related("attachments")
-        .order_by("id")
-    )
+    candidates = Document.objects.filter(pk__in=list(holding)).exclude(pk=document.pk)
+    candidates = candidates.order_by("id")
     found = [(d, [e for e in secrets if e["text"] in holding[d.pk]]) for d in candidates]
     return _with_states(persona=persona, found=found, today=today)
 
@@ -260,17 +256,9 @@ def rule_change(*, persona: Persona, collection, today: date | None = None) -> l
     for d in (
         Document.objects.filter(pk__in=list(holding)).prefetch_related("attachments").order_by("id")
     ):
-        own = force.get(d.pk)
         # its own spans hid what they cover under either rule
-        texts = [
-            writings.redact(
-                getattr(d, f), [(s["start"], s["end"]) for s in own.spans if s["field"] == f]
-            )
-            if own
-            else getattr(d, f)
-            for f in redaction.FIELDS
-        ]
-        texts += [t for t in redaction.document_texts(d)[len(redaction.FIELDS) :] if t]
+        marked = redaction.spans_marked(d, force.get(d.pk))
+        texts = [t for t in (*marked.values(), *redaction.other_texts(d)) if t]
         newly = [
             e
             for e in secrets

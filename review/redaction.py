@@ -106,17 +106,23 @@ def redacted_fields(
     writing of the values they hide and of ``elsewhere`` (values redacted in other
     documents) (``ranking.writings.redact_everywhere``)."""
     secrets = redacted_secrets(document, redaction) | set(elsewhere)
+    return {
+        field: writings.redact_everywhere(text, secrets) if secrets else text
+        for field, text in spans_marked(document, redaction).items()
+    }
+
+
+def spans_marked(document: Document, redaction: Redaction | None) -> dict[str, str]:
+    """The document's subject and body with only the redaction's own spans marked out."""
     out = {}
     for field in FIELDS:
-        text = getattr(document, field)
         spans = [
             (s["start"], s["end"])
             for s in (redaction.spans if redaction else [])
             if s["field"] == field
         ]
-        if spans:
-            text = writings.redact(text, spans)
-        out[field] = writings.redact_everywhere(text, secrets) if secrets else text
+        text = getattr(document, field)
+        out[field] = writings.redact(text, spans) if spans else text
     return out
 
 
@@ -228,8 +234,14 @@ _holders_cache: dict[tuple, dict[int, frozenset[str]]] = {}
 def document_texts(document) -> list[str]:
     """Every text of a document a searcher can read or search: subject, body, headers, its
     id, and its attachments' names and text."""
+    return [*(getattr(document, f) for f in FIELDS), *other_texts(document)]
+
+
+def other_texts(document) -> list[str]:
+    """The texts of a document a searcher can read besides its subject and body: headers,
+    its id, its attachments' names and text."""
     return [
-        *(getattr(document, f) for f in (*FIELDS, *HEADERS)),
+        *(getattr(document, f) for f in HEADERS),
         document.docid,
         *(t for a in document.attachments.all() for t in (a.filename, a.text)),
     ]

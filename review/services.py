@@ -134,7 +134,6 @@ def review_requests_create(*, search_id: int) -> int:
     searcher nothing about them (issue 14). At most ``review_k`` are asked per search (the
     best scoring of those that qualify), and with ``most_uncertain`` set the n nearest
     P = 0.5 of those: choices among pending uncertain documents only (docs/protection.md)."""
-    from ranking import lucene
     from ranking.visible import Postings, outside_scores
 
     search = SearchLog.objects.select_related("collection", "persona").get(pk=search_id)
