@@ -27,27 +27,17 @@ NUMBER = "8876543210"
 def test_archivist_redacts_an_account_number_and_the_searcher_cannot_find_it(
     browser, live_server, published, users
 ):
-    c, persona, docs, kinds = published
-    # a live-server test before this one flushed the reasons the migration seeds
-    seeded = importlib.import_module("review.migrations.0005_redaction_reasons_default")
-    for code, label in seeded.REASONS:
-        RedactionReason.objects.get_or_create(code=code, defaults={"label": label})
     # and a reply quoting it, visible to searchers: a copy of the number
-    doc, quote = with_a_quoting_copy(
+    c, persona, doc, quote = _world(
         published,
+        users,
         f"Please pay the zebraword invoice into account no. {NUMBER} today.",
         f"Please pay the invoice into account no. {NUMBER} today.",
     )
-    collection_entities_detect(collection_id=c.pk)
-    for name in ("searcher", "archivist", "lead"):
-        users[name].set_password("pw-browser")
-        users[name].save()
     url = live_server.url
     events: list[str] = []
 
-    archivist = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    watch(archivist, url, events)
-    login(archivist, url, users["archivist"].username, "pw-browser")
+    archivist = _page(browser, url, users["archivist"], events)
     archivist.goto(f"{url}{reverse('review-item', args=[persona.pk, doc.pk])}")
     archivist.wait_for_load_state("load")
     mark = archivist.locator("article.email mark.ent-account")
@@ -85,16 +75,12 @@ def test_archivist_redacts_an_account_number_and_the_searcher_cannot_find_it(
     copies.locator("button").click()
     archivist.wait_for_load_state("load")
     assert [s["text"] for s in Redaction.objects.get(document=quote).spans] == [NUMBER]
-    lead = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    watch(lead, url, events)
-    login(lead, url, users["lead"].username, "pw-browser")
+    lead = _page(browser, url, users["lead"], events)
     lead.goto(f"{url}{reverse('review-redactions')}")
     assert "Personal financial information" in lead.inner_text("table")
     lead.screenshot(path=str(_shots() / "lead-redactions.png"))
 
-    searcher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    watch(searcher, url, events)
-    login(searcher, url, users["searcher"].username, "pw-browser")
+    searcher = _page(browser, url, users["searcher"], events)
     searcher.goto(f"{url}{reverse('searcher-search', args=[c.slug])}?q=zebraword")
     searcher.locator("form.search button").click()
     searcher.wait_for_url("**/results/*/")
@@ -114,6 +100,30 @@ def test_archivist_redacts_an_account_number_and_the_searcher_cannot_find_it(
     assert [e for e in events if e.startswith(("request", "pageerror", "dialog"))] == []
 
 
+def _world(published, users, line: str, quoted: str):
+    """The published sample with a message holding ``line`` and a visible reply quoting
+    ``quoted``, their entities found, and the roles' passwords set for the login form."""
+    c, persona, _docs, _kinds = published
+    # a live-server test before this one flushed the reasons the migration seeds
+    seeded = importlib.import_module("review.migrations.0005_redaction_reasons_default")
+    for code, label in seeded.REASONS:
+        RedactionReason.objects.get_or_create(code=code, defaults={"label": label})
+    doc, quote = with_a_quoting_copy(published, line, quoted)
+    collection_entities_detect(collection_id=c.pk)
+    for name in ("searcher", "archivist", "lead"):
+        users[name].set_password("pw-browser")
+        users[name].save()
+    return c, persona, doc, quote
+
+
+def _page(browser, url: str, user, events: list[str]):
+    """A page at 1280x720, watched for errors, logged in as ``user``."""
+    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    watch(page, url, events)
+    login(page, url, user.username, "pw-browser")
+    return page
+
+
 def _shots():
     from pathlib import Path
 
@@ -127,25 +137,16 @@ def test_a_redacted_phone_is_hidden_in_every_writing_of_it(browser, live_server,
     releases; the copies card lists the reply that quotes it in other writings; the lead sees
     what the rule of every writing hides; the searcher finds the reply by its own word, and
     neither its snippet, its page nor a search for the number shows any writing of it."""
-    c, persona, docs, kinds = published
-    seeded = importlib.import_module("review.migrations.0005_redaction_reasons_default")
-    for code, label in seeded.REASONS:
-        RedactionReason.objects.get_or_create(code=code, defaults={"label": label})
-    doc, quote = with_a_quoting_copy(
+    c, persona, doc, quote = _world(
         published,
+        users,
         "Call me about the zebraword invoice on (617) 555-0199 tonight.",
         "Call me about the invoice on (617) 555-0199 tonight.\n"
         "> or 617 - 555 - 0199, or +16175550199 from abroad. wombatword",
     )
-    collection_entities_detect(collection_id=c.pk)
-    for name in ("searcher", "archivist", "lead"):
-        users[name].set_password("pw-browser")
-        users[name].save()
     url = live_server.url
     events: list[str] = []
-    archivist = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    watch(archivist, url, events)
-    login(archivist, url, users["archivist"].username, "pw-browser")
+    archivist = _page(browser, url, users["archivist"], events)
     archivist.goto(f"{url}{reverse('review-item', args=[persona.pk, doc.pk])}")
     box = archivist.locator("input[name=span][value$=':phone']").first
     assert not box.is_checked()  # offered, not ticked: the archivist chooses
@@ -158,16 +159,12 @@ def test_a_redacted_phone_is_hidden_in_every_writing_of_it(browser, live_server,
     copies.scroll_into_view_if_needed()
     archivist.screenshot(path=str(_shots() / "copies-every-writing.png"))
 
-    lead = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    watch(lead, url, events)
-    login(lead, url, users["lead"].username, "pw-browser")
+    lead = _page(browser, url, users["lead"], events)
     lead.goto(f"{url}{reverse('review-redactions')}")
     assert quote.docid in lead.inner_text("#rule-change")
     lead.screenshot(path=str(_shots() / "lead-rule-change.png"))
 
-    searcher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    watch(searcher, url, events)
-    login(searcher, url, users["searcher"].username, "pw-browser")
+    searcher = _page(browser, url, users["searcher"], events)
     for query in ("617 555 0199", "0199", "16175550199"):
         searcher.goto(f"{url}{reverse('searcher-search', args=[c.slug])}?q={query}")
         searcher.locator("form.search button").click()
