@@ -60,19 +60,6 @@ def collection_gazetteer(collection_id: int) -> names.Gazetteer:
     return gazetteer.gated(names.ordinary_words(sample.iterator(chunk_size=500)))
 
 
-def entity_rows(
-    document: Document,
-    lexicons: dict[int, dict[str, list[str]]],
-    gazetteer: names.Gazetteer | None = None,
-):
-    """The ``DocumentEntity`` rows (unsaved) of one document: personal data once (with the
-    names of the collection's correspondents: ``gazetteer``, built when not given), and each
-    persona's own terms under that persona."""
-    if gazetteer is None:
-        gazetteer = collection_gazetteer(document.collection_id)
-    return _rows(names.texts_entities((_texts(document), lexicons), gazetteer))
-
-
 def collection_entities_detect(
     *, collection_id: int, chunk: int = 500, after_id: int = 0, workers: int = 1
 ) -> int:
