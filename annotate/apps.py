@@ -7,4 +7,4 @@ class AnnotateConfig(AppConfig):
 
     def ready(self):
         from annotate import tasks  # noqa: F401 - registers the entry points services queue by name
-        from config import checks  # noqa: F401 - registers the deployment checks
+        from annotate import checks  # noqa: F401 - registers the deployment checks

@@ -12,7 +12,7 @@ from collections import defaultdict
 from django.conf import settings
 
 from annotate.labels import FinalLabels
-from ranking.runs import topic_key
+from core.runs import topic_key
 
 WIDTH = 7.5  # inches; 100 dpi
 

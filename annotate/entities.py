@@ -1,5 +1,5 @@
 """Sensitive entities of documents, stored per document (issue 20): the worker runs the
-recognisers (``ranking.entities``) at import and again when a persona's lexicon changes."""
+recognisers (``core.recognisers``) at import and again when a persona's lexicon changes."""
 
 from collections import Counter
 from typing import NamedTuple
@@ -10,9 +10,8 @@ from django.db.models import Q
 from annotate.bulk import rows_insert, statistics_refresh
 from annotate.jobs import queue_on_commit
 from annotate.models import Collection, Document, DocumentEntity, Lexicon, Persona
-from ranking import entities as recognisers
-from ranking import names
-from ranking.highlight import highlight_entities
+from core import names, recognisers
+from core.highlight import highlight_entities
 
 
 def persona_lexicons() -> dict[int, dict[str, list[str]]]:
@@ -46,7 +45,7 @@ def _rows(found) -> list[DocumentEntity]:
 
 
 def collection_gazetteer(collection_id: int) -> names.Gazetteer:
-    """The names of every correspondent of a collection (``ranking.names``): one query over
+    """The names of every correspondent of a collection (``core.names``): one query over
     its messages' From/To/Cc/Bcc headers, read as it streams (the display names are in the
     headers; ``Document.addresses`` keeps the addresses only)."""
     rows = Document.objects.filter(collection_id=collection_id).values_list(
@@ -99,7 +98,7 @@ def collection_entities_detect(
 
     # forkserver, not fork: see annotate.importers._iter_parallel (a JVM's threads)
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["ranking.entities", "ranking.names"])
+    context.set_forkserver_preload(["core.recognisers", "core.names"])
     total, pending = 0, []
     with context.Pool(workers, initializer=names.install, initargs=(gazetteer,)) as pool:
         for job in jobs():  # at most ``workers`` chunks ahead of the writes

@@ -13,8 +13,8 @@ from collections import defaultdict
 from annotate import charts, selectors
 from annotate.labels import FinalLabels, final_labels, project_judgments, snapshot
 from annotate.models import AnnotationProject
+from core.runs import topic_key, trec_field
 from ranking.models import MachineLabel
-from ranking.runs import topic_key, trec_field
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 

@@ -31,10 +31,11 @@ from annotate.models import (
     ThreadLink,
     Topic,
 )
-from annotate.parsing import Issue
-from annotate.parsing.emails import ParsedEmail
-from annotate.parsing.sources import EmailItem, Limits, iter_dir_files, iter_emails, parse_file_job
-from annotate.parsing.trec import (
+from annotate.threads import collection_threads_extend
+from core.parsing import Issue
+from core.parsing.emails import ParsedEmail
+from core.parsing.sources import EmailItem, Limits, iter_dir_files, iter_emails, parse_file_job
+from core.parsing.trec import (
     SmartRecord,
     TopicRecord,
     iter_qrels,
@@ -43,7 +44,6 @@ from annotate.parsing.trec import (
     iter_trec_topics,
     topic_count,
 )
-from annotate.threads import collection_threads_extend
 
 BATCH = 250
 # Label lines are resolved, checked and written this many at a time (under SQLite's limit of
@@ -313,7 +313,7 @@ def _iter_parallel(path: Path, limits, workers: int) -> Iterator:
     # (it did, in bench/scale.py). The forkserver starts clean, imports the parser only
     # (no Django), and forks the workers from that.
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["annotate.parsing.sources"])
+    context.set_forkserver_preload(["core.parsing.sources"])
     with context.Pool(workers) as pool:
         parsed = pool.imap(parse_file_job, jobs, chunksize=1)  # in the order of ``jobs``
         for entry in listing:

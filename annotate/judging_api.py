@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from annotate import judgments, roles, selectors
 from annotate.models import Answer, Judgment
-from config.params import id_param, id_params
+from core.params import id_param, id_params
 
 ANNOTATE = (roles.ANNOTATOR,)
 

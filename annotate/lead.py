@@ -8,10 +8,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from annotate import agreement, charts, exports, judgments, labels, roles, selectors
+from annotate import charts, exports, judgments, labels, roles, selectors
 from annotate.audit import audit_record
 from annotate.models import AnnotationProject, Judgment, Task
-from config.params import id_param
+from core.params import id_param
+from core import agreement
 from ranking import pooling
 
 lead_required = roles.role_required(roles.LEAD)

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from annotate import exports, lead, roles, selectors
 from annotate.judging_api import ErrorSerializer
 from annotate.models import AnnotationProject
-from config.params import id_param
+from core.params import id_param
 
 LEAD = (roles.LEAD,)
 

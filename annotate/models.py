@@ -70,7 +70,7 @@ class Document(models.Model):
     # The mailbox folder the message was filed in ("Inbox/Projects"; PST, EAXS, Maildir++
     # and mbox folders, or the directory of a file), "" when the input had none.
     folder = models.CharField(max_length=500, blank=True)
-    # Threading headers, ids without angle brackets (annotate.parsing.threads).
+    # Threading headers, ids without angle brackets (core.parsing.mail_threads).
     in_reply_to = models.CharField(max_length=998, blank=True)
     references = models.JSONField(default=list, blank=True)
     # The thread this message belongs to: equal keys, one thread (annotate.threads sets it
@@ -98,7 +98,7 @@ class Document(models.Model):
 
 class ThreadLink(models.Model):
     """A name through which a document joins a thread: a Message-ID it has or cites, or its
-    subject group (``annotate.parsing.threads.thread_nodes``), hashed to a fixed length.
+    subject group (``core.parsing.mail_threads.thread_nodes``), hashed to a fixed length.
     An import looks its new messages' names up here to find the stored threads they join,
     instead of re-threading the whole collection (``annotate.threads``)."""
 
@@ -556,7 +556,7 @@ class Lexicon(models.Model):
 
 
 class DocumentEntity(models.Model):
-    """One sensitive span the recognisers found in a document (``ranking.entities``):
+    """One sensitive span the recognisers found in a document (``core.recognisers``):
     ``persona`` is set for a persona's own lexicon terms, empty for personal data."""
 
     class Field(models.TextChoices):

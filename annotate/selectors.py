@@ -7,7 +7,7 @@ from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch,
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotate import agreement, roles
+from annotate import roles
 from annotate.labels import final_labels, snapshot
 from annotate.models import (
     Adjudication,
@@ -25,6 +25,7 @@ from annotate.models import (
     Task,
     Topic,
 )
+from core import agreement
 
 
 def document_text(subject: str, body: str, attachment_texts: list[str]) -> str:

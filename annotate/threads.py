@@ -3,7 +3,7 @@
 ``collection_threads_extend`` runs after every email import: it threads the documents that
 have no key yet (the import's, or what an interrupted import left) together with only the
 stored threads they can join, found through ``ThreadLink`` (each document's Message-ID, the
-ids it cites and its subject group, ``annotate.parsing.threads.thread_nodes``); the result
+ids it cites and its subject group, ``core.parsing.mail_threads.thread_nodes``); the result
 is the one a full re-thread gives (``tests/annotate/test_threads_incremental.py``).
 ``collection_threads_assign`` re-threads a whole collection (``manage.py assign_threads``,
 after a restore or a change of the threading rules) and rewrites its links.
@@ -17,14 +17,14 @@ from django.db import connection, transaction
 
 from annotate.bulk import rows_insert
 from annotate.models import Collection, Document, ThreadLink
-from annotate.parsing.sources import folder_name, join_folder
-from annotate.parsing.threads import (
+from core.parsing.mail_threads import (
     ThreadInput,
     assign_threads,
     id_list,
     normalise_id,
     thread_nodes,
 )
+from core.parsing.sources import folder_name, join_folder
 
 UPDATE_BATCH = 2000
 # Values in one ``IN (...)`` (under SQLite's limit of variables in one statement).

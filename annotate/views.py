@@ -11,9 +11,9 @@ from django.views.decorators.http import require_POST
 from annotate import jobs, roles, selectors, services
 from annotate.forms import ImportForm, SearchForm
 from annotate.models import Collection, Job
-from ranking import lucene
+from core import lucene
+from core.highlight import highlight, query_stems
 from ranking import services as ranking_services
-from ranking.highlight import highlight, query_stems
 from ranking.services import IndexNotReady, collection_search
 
 BROWSE = (roles.LEAD, roles.ARCHIVIST)

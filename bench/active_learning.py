@@ -2,7 +2,7 @@
 
 1. Synthetic: a 500,000 x 200,000 sparse matrix shaped like TF-IDF (120 non-zeros per row,
    skewed term frequencies, rows L2-normalised, float32), 1,000 judged rows. The iteration
-   is ``ranking.active.iterate`` (train the labeller, P(relevant) of every row, pick the
+   is ``core.active.iterate`` (train the labeller, P(relevant) of every row, pick the
    next batch of 100 among the unjudged, queued rows excluded). The floor is a bare
    scikit-learn ``LogisticRegression.fit`` on the judged rows plus ``predict_proba`` on the
    matrix already in memory.
@@ -67,7 +67,7 @@ def report(label: str, times: list[float], base: list[float]) -> None:
 
 
 def bench_synthetic(rows: int, repeat: int) -> None:
-    from ranking import active
+    from core import active
 
     started = time.perf_counter()
     matrix, relevant = synthetic(rows)

@@ -1,4 +1,4 @@
-"""Precision and recall of the recognisers (``ranking.entities.evaluate``) on labelled fixtures,
+"""Precision and recall of the recognisers (``core.recognisers.evaluate``) on labelled fixtures,
 per kind, as the Markdown table of docs/redaction.md. Exact-span matching: a found entity is
 correct when its kind, start and end equal a gold one.
 
@@ -11,13 +11,13 @@ from pathlib import Path
 from _setup import ROOT
 
 sys.path.insert(0, str(ROOT))
-from ranking import entities  # noqa: E402
+from core import recognisers  # noqa: E402
 
 
 def table(path: Path) -> str:
     lines = path.read_text().splitlines()
     texts = [line for line in lines if line.strip() and not line.startswith("#")]
-    scores = entities.evaluate(lines)
+    scores = recognisers.evaluate(lines)
     out = [
         f"{path.name}: {len(texts)} lines, {sum('[[' not in t for t in texts)} without an entity",
         "",

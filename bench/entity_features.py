@@ -21,7 +21,7 @@ CACM = ROOT.parent / "shared" / "data" / "cacm" / "cacm.all"  # ../shared, as th
 def measure(label: str, collection, labels: dict[int, int], seeds=(0, 1, 2)) -> None:
     from django.conf import settings
 
-    from ranking import sensitivity
+    from core import sensitivity
     from ranking.classifier import collection_messages
 
     messages, ids = collection_messages(collection=collection)

@@ -5,7 +5,7 @@ body drawn from a Zipf distribution (exponent 1.05) over 30,000 made-up pronounc
 (letters only, so Lucene's analysis keeps them as words and the Porter stemmer sees real
 suffixes now and then). P(sensitive) is drawn per message from Beta(0.5, 3); messages at or
 above 0.3 are hidden from searchers, as a publication's band would hide them, so the searcher's
-ranking runs over the visible set only (``ranking.visible``) and hidden messages are placed
+ranking runs over the visible set only (``core.visible``) and hidden messages are placed
 where a release would put them, as the product does.
 
 What is timed is what the worker does for one document once its process has the index
@@ -69,8 +69,8 @@ def main() -> int:
     )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from ranking import exposure, lucene
-    from ranking.visible import Postings, VisibleIndex
+    from core import exposing_queries, lucene
+    from core.visible import Postings, VisibleIndex
 
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
@@ -107,12 +107,12 @@ def main() -> int:
     )
 
     t0 = time.perf_counter()
-    generated = exposure.generate_queries(
+    generated = exposing_queries.generate_queries(
         lambda: ((docids[i], text(i)) for i in range(args.generate_from or args.docs)),
         lucene.stem,
         limit=args.candidates,
     )
-    candidates = exposure.merge_candidates([], generated, lucene.analyze)
+    candidates = exposing_queries.merge_candidates([], generated, lucene.analyze)
     folder = Path(tempfile.mkdtemp(prefix="sasc-bench-exposure-"))
     lucene.build_index(folder / "candidates", ((str(c.qid), c.text) for c in candidates))
     print(
@@ -122,7 +122,7 @@ def main() -> int:
 
     sample_rows = rng.choice(args.docs, args.sample, replace=False)
     sample = [docids[r] for r in sample_rows.tolist()]
-    rankers = {d: exposure.ExposureRanker(view, postings, d, k=args.k) for d in sample}
+    rankers = {d: exposing_queries.ExposureRanker(view, postings, d, k=args.k) for d in sample}
     print(
         f"sample: {sum(r.visible for r in rankers.values())} visible, "
         f"{sum(not r.visible for r in rankers.values())} hidden documents"
@@ -130,9 +130,9 @@ def main() -> int:
 
     def fast(d):
         ranker = rankers[d]
-        query = exposure.document_query(postings, ranker.row, view)
+        query = exposing_queries.document_query(postings, ranker.row, view)
         hits = lucene.reverse_search(folder / "candidates", query, k=args.depth)
-        return exposure.expose(ranker, candidates, [(int(h.docid), h.score) for h in hits])
+        return exposing_queries.expose(ranker, candidates, [(int(h.docid), h.score) for h in hits])
 
     fast(sample[0])  # the searcher's first query from Python
     seconds, found = [], {}
@@ -165,12 +165,12 @@ def main() -> int:
     brute, relq, recall = [], [], []
     for d in brute_docs:
         t0 = time.perf_counter()
-        exact = exposure.brute_force(rankers[d], candidates)
+        exact = exposing_queries.brute_force(rankers[d], candidates)
         brute.append(time.perf_counter() - t0)
         truth = {e.qid: e.rank for e in exact}
         assert all(truth.get(e.qid) == e.rank for e in found[d])
         relq.append(
-            exposure.relq_rbp(
+            exposing_queries.relq_rbp(
                 [e.qid for e in found[d]], truth, gamma_qd=0.5, gamma_dq=0.9, depth=100
             )
         )

@@ -19,7 +19,7 @@ def main():
     from annotate.models import Collection
     from annotate.selectors import collection_index_documents
     from config.demo import corpus
-    from ranking import lucene
+    from core import lucene
     from ranking.services import index_build
 
     root = corpus_root()

@@ -1,4 +1,4 @@
-"""The exact intervals of ``ranking.stopping`` against frame size, old and new in the same run.
+"""The exact intervals of ``core.stopping`` against frame size, old and new in the same run.
 
 For a check sample of n = 385 (the +/-5% sample of a large frame) and several k, at frames
 of N = 10^4 to 10^7 documents:
@@ -6,7 +6,7 @@ of N = 10^4 to 10^7 documents:
 - new: ``stopping.hypergeometric_interval`` (each end searched for on its monotone tail),
   the median and the slowest of ``--repeat`` calls;
 - old: the interval as computed before (both tails at every K the sample allows, the
-  reference kept in ``tests/ranking/test_stopping.py``), timed once, and whether old and
+  reference kept in ``tests/core/test_stopping.py``), timed once, and whether old and
   new agree. Its cost is first predicted from the tails at 200 K spread over the range
   (scipy's hypergeometric is exact by prime factorisation, and slow, below N of about
   104,700, and a fast approximation above, so the cost is not linear in N); it is run
@@ -30,8 +30,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ranking import stopping  # noqa: E402
-from tests.ranking.test_stopping import _every_k_interval  # noqa: E402
+from core import stopping  # noqa: E402
+from tests.core.test_stopping import _every_k_interval  # noqa: E402
 
 FRAMES = (10**4, 10**5, 10**6, 10**7)
 

@@ -1,6 +1,6 @@
 """How often the dissertation's greedy algorithms 1 and 2 (sec. 4.3), as printed, miss the
 worst and best CS-DCG@k that brute force over every full-length ordering finds, on random
-small queries (Cs = 12, binary sensitivity); ``ranking.measures.cs_dcg_bounds`` (exact
+small queries (Cs = 12, binary sensitivity); ``core.measures.cs_dcg_bounds`` (exact
 assignments over lists of every length up to k) against brute force over every such list;
 and how many lists a system could return (any length up to k) score outside [0, 1] with
 full-length bounds and with the any-length ones, in the same run.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ranking import measures as m  # noqa: E402
+from core import measures as m  # noqa: E402
 
 
 def _fill(slots, docs, from_top: bool):

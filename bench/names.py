@@ -1,6 +1,6 @@
-"""How much the person-name gazetteer (``ranking.names``, docs/redaction.md) costs per message:
-the recognisers of a subject and body without names (``ranking.entities.recognise``, what an
-import ran before) and with them (``ranking.names.recognise``), on the 39 real messages of
+"""How much the person-name gazetteer (``core.names``, docs/redaction.md) costs per message:
+the recognisers of a subject and body without names (``core.recognisers.recognise``, what an
+import ran before) and with them (``core.names.recognise``), on the 39 real messages of
 ``tests/fixtures/emails/sample`` and on ``bench/mailgen.py`` mail; the gazetteer's build from
 the messages' headers; and matching with a gazetteer of 20,000 more people (the cost is per
 word of the text, not per name); with ``--store``, the whole detection run of an imported
@@ -21,8 +21,11 @@ from pathlib import Path
 from _setup import ROOT
 
 sys.path.insert(0, str(ROOT))
-from annotate.parsing.emails import parse_email_bytes  # noqa: E402
-from ranking import entities, names  # noqa: E402
+from core import (
+    names,
+    recognisers,  # noqa: E402
+)
+from core.parsing.emails import parse_email_bytes  # noqa: E402
 
 SAMPLE = ROOT / "tests" / "fixtures" / "emails" / "sample"
 
@@ -54,7 +57,7 @@ def _measure(label: str, parsed) -> None:
     ms = _ms_per_message(
         texts,
         {
-            "before": entities.recognise,
+            "before": recognisers.recognise,
             "after": lambda text: names.recognise(text, gazetteer),
             "find": gazetteer.find,
             "big": big.find,

@@ -1,7 +1,7 @@
 """Latency of one protected query against bare BM25, in the same run: two protected paths.
 
 A. The searcher's ranking (issue 14): BM25 over the visible documents only
-   (``ranking.visible``: postings restricted to the visible rows, their own statistics),
+   (``core.visible``: postings restricted to the visible rows, their own statistics),
    against Lucene's search of the whole index; and the time to rebuild the visible view, which
    is what an archivist's decision or a new classifier version costs before the searcher's
    ranking reflects it. Fails (exit 1) when the visible ranker's p95 is above 2x Lucene's.
@@ -93,7 +93,7 @@ def train_joint(index, features, p_sensitive, queries, docs_words, *, lucene, lt
 
 def train_and_measure(label, index, features, p_sensitive, queries, words) -> None:
     """Train the joint ranker on the first 20 queries, time the others, print the figures."""
-    from ranking import ltr, lucene, protection
+    from core import ltr, lucene, protection
 
     mods = {"lucene": lucene, "ltr": ltr, "protection": protection}
     ranker = train_joint(index, features, p_sensitive, queries[:20], words, **mods)
@@ -105,7 +105,7 @@ def synthetic(n_docs: int, n_queries: int) -> None:
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from ranking import ltr, lucene
+    from core import ltr, lucene
 
     rng = np.random.default_rng(0)
     vocab = np.array([f"w{i}x" for i in range(30_000)])
@@ -147,7 +147,7 @@ def synthetic(n_docs: int, n_queries: int) -> None:
 
 def visible_set(docids, tokens, p_sensitive, queries, band_low=0.3) -> bool:
     """Part A: the searcher's ranking over the visible set against bare Lucene BM25."""
-    from ranking import lucene, visible
+    from core import lucene, visible
 
     index = visible_set.index
     t0 = time.perf_counter()
@@ -192,7 +192,7 @@ def visible_set(docids, tokens, p_sensitive, queries, band_low=0.3) -> bool:
 def demo(n_queries: int) -> None:
     collection = demo_collection("protection")
     from annotate.models import Document
-    from ranking import ltr, lucene
+    from core import ltr, lucene
     from ranking.services import index_paths
 
     docs = list(

@@ -22,9 +22,9 @@ from pathlib import Path
 from _setup import ROOT
 
 sys.path.insert(0, str(ROOT))
-from annotate.parsing.emails import parse_email_bytes  # noqa: E402
-from ranking import entities  # noqa: E402
-from ranking.entities import recognise  # noqa: E402
+from core import recognisers  # noqa: E402
+from core.parsing.emails import parse_email_bytes  # noqa: E402
+from core.recognisers import recognise  # noqa: E402
 
 
 def spamassassin(sample: bool) -> list[bytes]:
@@ -70,7 +70,7 @@ def measure(name: str, messages: list[list[str]], repeat: int) -> None:
     times = [float("inf")] * len(messages)
     found = 0
     for _ in range(repeat):
-        clear = getattr(entities, "_phone_matches", None)
+        clear = getattr(recognisers, "_phone_matches", None)
         if clear is not None:
             clear.cache_clear()
         found = 0

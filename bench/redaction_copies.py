@@ -1,5 +1,5 @@
 """How fast the documents holding a redacted value are found by content (issue 31,
-docs/redaction.md): ``ranking.writings.Scanner`` (the letters-and-digits projection of each
+docs/redaction.md): ``core.writings.Scanner`` (the letters-and-digits projection of each
 text, a substring test of each key, the exact pattern only where one occurs) against the
 exact pattern alone on every text, over generated mail (``bench/mailgen.py``) with a few
 planted writings of the values, in one run.
@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 import mailgen  # noqa: E402
 
-from ranking import writings  # noqa: E402
+from core import writings  # noqa: E402
 
 VALUES = ["(617) 555-0199", "DE89 3704 0044 0532 0130 00", "98765432101", "Maeve Gallagher"]
 PLANTED = [

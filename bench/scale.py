@@ -118,7 +118,7 @@ def build(label, mail: Path, workers: int, users, *, baseline_rate: bool, labels
     """Import, index, pool, learn, classify and publish one archive; return its figures."""
     from annotate import services as annotate_services
     from annotate.models import AnnotationProject, Collection, Persona, Round
-    from ranking import active, features, lucene
+    from core import active, features, lucene
     from ranking.pooling import project_pool
     from ranking.services import collection_features, collection_near_duplicates, index_build
 

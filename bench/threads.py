@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from annotate.parsing.threads import ThreadInput, assign_threads  # noqa: E402
+from core.parsing.mail_threads import ThreadInput, assign_threads  # noqa: E402
 
 
 def messages(n: int, seed: int = 19) -> list[ThreadInput]:

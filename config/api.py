@@ -9,7 +9,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from config.params import ID_MAX, id_param
+from core.params import ID_MAX, id_param
 
 
 def is_api(request) -> bool:

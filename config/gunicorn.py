@@ -23,6 +23,6 @@ WARM_LUCENE = env_bool("SASC_WARM_LUCENE")
 def post_worker_init(worker):
     """Load Lucene in the background after the fork, so the first search does not wait."""
     if WARM_LUCENE:
-        from ranking import lucene
+        from core import lucene
 
         threading.Thread(target=lucene.warm, name="lucene-warmup", daemon=True).start()

@@ -241,7 +241,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # The three questions share one set of answers: one enum in the schema.
     "ENUM_NAME_OVERRIDES": {"AnswerEnum": "annotate.models.Answer.values"},
-    # config.params.IdConverter: an id path parameter is an integer from 0 to 2**31 - 1.
+    # core.params.IdConverter: an id path parameter is an integer from 0 to 2**31 - 1.
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

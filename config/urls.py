@@ -7,7 +7,7 @@ from rest_framework.permissions import IsAuthenticated
 from annotate import api, judging, judging_api, lead, lead_api, views
 from config.health import health
 from config.login import LoginView
-from config.params import IdConverter
+from core.params import IdConverter
 from ranking import views as ranking_views
 from review import views as review_views
 

@@ -8,7 +8,7 @@ class RankingConfig(AppConfig):
     def ready(self):
         from django.conf import settings
 
-        from ranking import lucene
+        from core import lucene
 
         lucene.configure(java_home=settings.SASC_JAVA_HOME, heap=settings.SASC_JVM_HEAP)
         from ranking import tasks  # noqa: F401 - registers the entry points services queue by name

@@ -1,6 +1,6 @@
 """Writes for knowing when to stop: a plan's recall target and its random check sample.
 
-The statistics are in the pure ``ranking.stopping``; the reads (estimate, verdicts,
+The statistics are in the pure ``core.stopping``; the reads (estimate, verdicts,
 projection, report) in ``ranking.selectors``.
 """
 
@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotate.models import Document, Task
-from ranking import stopping
+from core import stopping
 from ranking.learning import PlanError, _enqueue, learning_nudge, plan_state
 from ranking.models import CheckSample, LearningPlan, PoolEntry
 

@@ -1,12 +1,15 @@
-"""Django glue for the persona sensitivity classifier (``ranking.sensitivity``): read a
+"""Django glue for the persona sensitivity classifier (``core.sensitivity``): read a
 collection's messages and a persona's labels, train, store a version, report."""
 
+import importlib
 import logging
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -29,7 +32,7 @@ from annotate.models import (
     Persona,
     ReferenceSensitivity,
 )
-from ranking import sensitivity
+from core import sensitivity
 from ranking.models import SensitivityModel
 
 logger = logging.getLogger(__name__)
@@ -486,7 +489,7 @@ class StoredScores:
     def weight(self, name: str) -> float:
         """The classifier's weight of a feature (0.0 when unknown): with a document's
         contribution, its sign says whether the document's value is above the mean
-        (``ranking.explain.contribution_phrase``)."""
+        (``core.explain.contribution_phrase``)."""
         if self.weights is None or name not in self.names:
             return 0.0
         return float(self.weights[self.names.index(name)])
@@ -502,11 +505,33 @@ class StoredScores:
         return [x for x in pairs if x[1] > 0], [x for x in pairs if x[1] < 0]
 
 
+# A classifier file pickles its featurizer (``core.sensitivity.Featurizer``) by module name;
+# files written before the pure core moved out of ``ranking`` (issue 32) name the old module.
+_old_module_names_lock = threading.Lock()
+_MOVED_MODULES = {"ranking.sensitivity": "core.sensitivity", "ranking.features": "core.features"}
+
+
+@contextmanager
+def _old_module_names():
+    """Let files pickled under the old module names load: the old names point at the new
+    modules while the file is read, and only then."""
+    with _old_module_names_lock:
+        added = [old for old in _MOVED_MODULES if old not in sys.modules]
+        for old in added:
+            sys.modules[old] = importlib.import_module(_MOVED_MODULES[old])
+        try:
+            yield
+        finally:
+            for old in added:
+                sys.modules.pop(old, None)
+
+
 @lru_cache(maxsize=16)
 def _stored(path: str) -> StoredScores:
     import joblib
 
-    stored = joblib.load(path)
+    with _old_module_names():
+        stored = joblib.load(path)
     featurizer = stored.get("featurizer")
     model = stored.get("model")
     return StoredScores(

@@ -1,6 +1,6 @@
 """The active-learning engine: plans, seeds, versioned models and the queue they keep full.
 
-Django glue around the pure core in ``ranking.active`` (docs/domain.md §4). One plan per
+Django glue around the pure core in ``core.active`` (docs/domain.md §4). One plan per
 (project, topic). ``learning_step`` brings a plan up to date and is safe to run any number of
 times, from any number of workers:
 
@@ -45,7 +45,7 @@ from annotate.models import (
     Topic,
 )
 from annotate.projects import project_tasks_add_for_personas, round_open
-from ranking import active, features
+from core import active, features
 from ranking.models import CheckSample, LearningModel, LearningPlan, PoolEntry, TopicSeed
 
 logger = logging.getLogger(__name__)
@@ -215,7 +215,7 @@ class PlanState:
     judgment_mark: int = 0
     seed_mark: int = 0
     gains: list[int] = field(default_factory=list)  # 1/0 per reviewed document, in order
-    # Check-sample documents (ranking.stopping): judged like any task but not the review's,
+    # Check-sample documents (core.stopping): judged like any task but not the review's,
     # so out of the training set, the gain curve, the queue depth and the budget.
     checks: set[int] = field(default_factory=set)
     reached: set[int] = field(default_factory=set)  # of them, picked by the review
@@ -596,7 +596,7 @@ def _rds_walk(
 
 
 def _system_ranking(plan: LearningPlan, *, depth: int) -> list[Document]:
-    from ranking import lucene
+    from core import lucene
     from ranking.pooling import FIELDS, SYSTEMS
     from ranking.services import index_paths
 

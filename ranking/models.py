@@ -163,7 +163,7 @@ class LearningPlan(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    # What the lead wants certified (ranking.stopping): recall of at least recall_target,
+    # What the lead wants certified (core.stopping): recall of at least recall_target,
     # with this confidence.
     recall_target = models.FloatField(default=0.8)
     confidence = models.FloatField(default=0.95)
@@ -223,7 +223,7 @@ class LearningModel(models.Model):
 
 
 class CheckSample(models.Model):
-    """A plan's random check sample (``ranking.stopping``): drawn uniformly, without
+    """A plan's random check sample (``core.stopping``): drawn uniformly, without
     replacement, from the candidates that were neither judged nor queued (the frame);
     judged like any task (source ``check``) but kept out of the classifier's training.
 

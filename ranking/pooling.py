@@ -17,7 +17,7 @@ from django.db import transaction
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import AnnotationProject, Document, Job, Round, Task
 from annotate.projects import project_tasks_add_for_personas
-from ranking import lucene, runs
+from core import lucene, runs
 from ranking.models import PoolEntry
 from ranking.services import IndexNotReady, index_paths
 

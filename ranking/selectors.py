@@ -5,7 +5,7 @@ import logging
 import numpy as np
 
 from annotate.models import AnnotationProject
-from ranking import active, stopping
+from core import active, stopping
 from ranking.learning import batch_size, plan_state
 from ranking.models import CheckSample, LearningPlan, MachineLabel
 

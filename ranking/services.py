@@ -15,8 +15,8 @@ from django.utils import timezone
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import Collection, Document, Job
 from annotate.selectors import collection_index_documents
-from ranking import features, lucene, neardup, visible
-from ranking.highlight import query_stems, snippet
+from core import features, lucene, neardup, visible
+from core.highlight import query_stems, snippet
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def _build_into(tmp: Path, collection: Collection, total: int, progress) -> dict
 
     indexed = lucene.build_index(tmp / "lucene", documents(), progress=report)
     # The term counts of exactly what Lucene holds, for ranking over a visible subset
-    # (ranking.visible; Lucene's own analysis, so the statistics are the index's).
+    # (core.visible; Lucene's own analysis, so the statistics are the index's).
     postings.finish().save(tmp / "postings")
     lucene_seconds = time.perf_counter() - started
     started = time.perf_counter()
@@ -347,8 +347,8 @@ def read_qrels_file(path, fmt: str = "trec") -> dict[str, dict[str, int]]:
     naming the file and lines when it cannot be read or is malformed."""
     from pathlib import Path
 
-    from annotate.parsing import Issue
-    from annotate.parsing.trec import iter_qrels
+    from core.parsing import Issue
+    from core.parsing.trec import iter_qrels
 
     try:
         data = Path(path).read_bytes()

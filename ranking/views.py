@@ -12,7 +12,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotate import roles
 from annotate.models import AnnotationProject, Collection, Document, Topic
-from ranking import active, learning, selectors
+from core import active
+from ranking import learning, selectors
 from ranking.forms import ClassifierForm, LearningPlanForm, TopicForm
 from ranking.models import LearningPlan
 from ranking.services import IndexNotReady, collection_search
@@ -294,7 +295,7 @@ def classifiers(request, slug):
             messages.error(request, str(exc))
             return redirect("classifiers", slug=slug)
         return redirect("job-detail", pk=job.pk)
-    from ranking.explain import weights_in_words
+    from core.explain import weights_in_words
 
     models = list(
         SensitivityModel.objects.filter(collection=collection)

@@ -15,7 +15,7 @@ easy to redact for good, each as its own audited redaction version:
 
 Copies are found by content, not by index terms (``redaction.holders``: a scan of every
 document's subject, body, headers, id and attachments' names and text with the one rule of
-``ranking.writings``): any writing of a value, compact or spaced, wrapped and quoted, in any
+``core.writings``): any writing of a value, compact or spaced, wrapped and quoted, in any
 case, is a copy, whatever the analyser made of it.
 """
 
@@ -28,7 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotate.models import Document, Persona
-from ranking import writings
+from core import writings
 from ranking.services import IndexNotReady
 from review import redaction, visibility
 from review.models import Decision, Publication, ReviewRequest

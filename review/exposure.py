@@ -3,7 +3,7 @@
 The archivist (and a lead) see, for a document and the publication's persona, the candidate
 queries that put it among the first ``review_k`` results a searcher is shown, with that
 place; for a document searchers cannot see now (withheld, predicted sensitive, in the band)
-the place a release would give it (``ranking.exposure``).
+the place a release would give it (``core.exposing_queries``).
 
 Nothing here runs on a request path: a page asks (``exposure_request``: one row, a task
 queued after commit) and polls the row; the worker computes (``exposure_compute``), once per
@@ -33,7 +33,7 @@ from django.utils import timezone
 from annotate.jobs import queue_on_commit
 from annotate.models import Collection, Document, Persona, Topic
 from annotate.selectors import collection_index_documents
-from ranking import exposure, lucene
+from core import exposing_queries, lucene
 from ranking.services import IndexNotReady, index_paths
 from review import visibility
 from review.audit import audit
@@ -60,7 +60,7 @@ class ExposureError(Exception):
 @dataclass(frozen=True)
 class CandidateSet:
     root: Path
-    candidates: list[exposure.Candidate]
+    candidates: list[exposing_queries.Candidate]
     log_until: int  # the newest SearchLog id the set holds
     counts: dict
 
@@ -93,7 +93,7 @@ def candidates_build(*, collection: Collection) -> CandidateSet:
     meta = json.loads((root / "meta.json").read_text(encoding="utf-8"))
     cset = CandidateSet(
         root,
-        exposure.load_candidates(root / "candidates.jsonl"),
+        exposing_queries.load_candidates(root / "candidates.jsonl"),
         meta["log_until"],
         meta["counts"],
     )
@@ -113,17 +113,17 @@ def _build(collection: Collection, root: Path) -> None:
             given.append(("topic", description))
     log = _log_queries(collection)
     given += [("log", q) for _pk, q in log]
-    generated = exposure.generate_queries(
+    generated = exposing_queries.generate_queries(
         lambda: collection_index_documents(collection=collection), lucene.stem
     )
-    candidates = exposure.merge_candidates(given, generated, lucene.analyze)
+    candidates = exposing_queries.merge_candidates(given, generated, lucene.analyze)
     tmp = root.with_name(f"exposure.tmp-{socket.gethostname()}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        exposure.save_candidates(candidates, tmp / "candidates.jsonl")
+        exposing_queries.save_candidates(candidates, tmp / "candidates.jsonl")
         lucene.build_index(tmp / "lucene", ((str(c.qid), c.text) for c in candidates))
-        counts = {s: sum(1 for c in candidates if c.source == s) for s in exposure.SOURCES}
+        counts = {s: sum(1 for c in candidates if c.source == s) for s in exposing_queries.SOURCES}
         meta = {
             "log_until": log[-1][0] if log else 0,
             "counts": counts,
@@ -249,22 +249,22 @@ def _compute(row: Exposure) -> dict:
     built = time.perf_counter()
     view = visibility.view(publication)
     try:
-        ranker = exposure.ExposureRanker(
+        ranker = exposing_queries.ExposureRanker(
             view.index, view.postings, doc.docid, k=publication.review_k
         )
     except KeyError as exc:
         raise ExposureError("the document is newer than the index; rebuild the index") from exc
-    weights = exposure.document_query(view.postings, ranker.row, view.index)
+    weights = exposing_queries.document_query(view.postings, ranker.row, view.index)
     hits = lucene.reverse_search(cset.lucene, weights, k=REVERSE_DEPTH)
     retrieved = [(int(h.docid), h.score) for h in hits]
     newer = _log_queries(collection, after=cset.log_until)
     base = len(cset.candidates)
     extra = [
-        exposure.Candidate(base + i, q, "log", tuple(lucene.analyze(q)))
+        exposing_queries.Candidate(base + i, q, "log", tuple(lucene.analyze(q)))
         for i, (_pk, q) in enumerate(newer)
         if q.strip()
     ]
-    found = exposure.expose(ranker, cset.candidates, retrieved, extra=extra, gamma=GAMMA)
+    found = exposing_queries.expose(ranker, cset.candidates, retrieved, extra=extra, gamma=GAMMA)
     chosen = {c.qid: c for c in extra}
     queries = exposure_order(
         [(e, chosen.get(e.qid) or cset.candidates[e.qid]) for e in found],
@@ -326,7 +326,7 @@ def exposure_order(found, searches: dict[tuple[str, ...], int]) -> list[dict]:
     """The exposing queries as the archivist reads them, most exposing first: by the rank
     they give the document, then by how likely a searcher is to type them (queries searchers
     ran, most often run first; then topics; then generated ones by their collection
-    weight), then by text. ``found``: (``ranking.exposure.Exposing``, its ``Candidate``)
+    weight), then by text. ``found``: (``core.exposing_queries.Exposing``, its ``Candidate``)
     pairs; ``searches``: how often each query (terms as a bag) was run. One row per query
     (a bag of terms found twice, e.g. logged again after the candidates were built, once)."""
     rows = []

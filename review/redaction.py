@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from annotate.models import Attachment, Document, Persona
 from annotate.selectors import document_text
-from ranking import writings
+from core import writings
 from review.audit import audit
 from review.models import Redaction, RedactionReason
 
@@ -70,7 +70,7 @@ def redactions_in_force(
 
 def secrets_in_force(*, persona: Persona, collection, today: date) -> dict[str, dict]:
     """Every value redacted in the collection for the persona today, under its canonical
-    form (``ranking.writings.key``): ``{key: {"text", "reason", "document_id"}}`` (the
+    form (``core.writings.key``): ``{key: {"text", "reason", "document_id"}}`` (the
     first document, by id, that redacts it)."""
     out: dict[str, dict] = {}
     force = redactions_in_force(persona=persona, today=today, collection=collection)
@@ -104,7 +104,7 @@ def redacted_fields(
 ) -> dict[str, str]:
     """The document's subject and body with the redaction's spans marked out, and every
     writing of the values they hide and of ``elsewhere`` (values redacted in other
-    documents) (``ranking.writings.redact_everywhere``)."""
+    documents) (``core.writings.redact_everywhere``)."""
     secrets = redacted_secrets(document, redaction) | set(elsewhere)
     return {
         field: writings.redact_everywhere(text, secrets) if secrets else text
@@ -249,7 +249,7 @@ def other_texts(document) -> list[str]:
 
 def holders(*, collection, values, chunk: int = 2000) -> dict[int, frozenset[str]]:
     """``{document id: the values it holds}`` for every document of the collection holding
-    a writing of one of ``values`` (``ranking.writings``) in any text a searcher can read or
+    a writing of one of ``values`` (``core.writings``) in any text a searcher can read or
     search (``document_texts``). A scan of the collection's content, not of its index terms:
     a copy writing a value in another way is found whatever the analyser made of it. Kept
     per process for the same values and the same documents (count and largest ids)."""
@@ -312,7 +312,7 @@ def redacted_rows(
     """``{docid: analysed terms}`` of the redacted text of the visible documents
     with a redaction in force, or holding a writing of a value redacted in another document
     of the collection (``holders``: found by content); ``analyze``: the index's analysis,
-    ``ranking.lucene.analyze``. A mark is no term: the row's length is that of the words
+    ``core.lucene.analyze``. A mark is no term: the row's length is that of the words
     left, whatever the redacted values' length."""
     force = redactions_in_force(persona=persona, today=today, collection=collection)
     if not force:
@@ -373,7 +373,7 @@ def reasons() -> list[RedactionReason]:
 
 def phrase_spans(document: Document, phrases: list[str]) -> list[dict]:
     """Spans of every writing of each typed phrase or number in the subject and body
-    (``ranking.writings``: any case, separators, wrapping; ``617 555 0199`` finds
+    (``core.writings``: any case, separators, wrapping; ``617 555 0199`` finds
     ``(617) 555-0199``)."""
     spans = []
     for phrase in phrases:

@@ -166,7 +166,7 @@ class QueueItem:
     snippet: str
     sender: str
     participants: list[str]
-    cluster: str | None = None  # the near-duplicate cluster (``ranking.neardup``), if any
+    cluster: str | None = None  # the near-duplicate cluster (``core.neardup``), if any
     thread_key: str = ""  # the importer's thread (Message-ID / References), if it gave one
 
     @property
@@ -187,12 +187,12 @@ def review_queue_threads(
 ) -> list:
     """The review queue (``review_queue``) as the archivist reads it: each item with its
     sender, date, a snippet, the queries waiting on it and the current classifier's view,
-    grouped by thread and near-duplicate cluster (``review.threads``), groups in the order
+    grouped by thread and near-duplicate cluster (``core.queue_groups``), groups in the order
     of their first item; with ``pairs``, only those still pending."""
+    from core.queue_groups import body_snippet, threads_group
     from ranking.classifier import stored_scores
     from ranking.services import collection_near_duplicates
     from review.models import Publication
-    from review.threads import body_snippet, threads_group
 
     rows = review_queue(order=order, limit=limit, pairs=pairs)
     queries: dict[tuple[int, int], list[str]] = {}
@@ -308,9 +308,9 @@ def exposing_queries(*, document, persona, limit: int = 10) -> list[str]:
 def decisions_on(*, document, persona, threshold: float | None = None) -> list[Decision]:
     """Earlier decisions on this document, on its exact duplicates (same content hash) and on
     its near-duplicates (word-shingle resemblance at least ``threshold``, by default
-    ``ranking.neardup.THRESHOLD``: the collection's MinHash/LSH index), newest first; each
+    ``core.neardup.THRESHOLD``: the collection's MinHash/LSH index), newest first; each
     carries ``similarity`` (1.0 for the document itself and exact duplicates)."""
-    from ranking import neardup
+    from core import neardup
     from ranking.services import near_duplicates
 
     similar = dict(
@@ -377,7 +377,7 @@ def loop_sessions(
     document released for a search and known sensitive now is charged as shown."""
 
     from annotate.labels import final_labels
-    from ranking import measures
+    from core import measures
     from ranking.services import reference_qrels
     from review.models import Publication
 

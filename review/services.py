@@ -21,7 +21,7 @@ from django.utils import timezone
 from annotate.jobs import queue_on_commit
 from annotate.models import Collection, Document, Persona
 from annotate.selectors import document_text
-from ranking import lucene
+from core import lucene
 from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
 from ranking.services import near_duplicate_groups
@@ -126,7 +126,7 @@ def review_requests_create(*, search_id: int) -> int:
     the worker after the searcher's response; idempotent). Returns the requests made.
 
     A document inside the band (or without a score) and without a decision in force is asked
-    about when, scored under the visible set's statistics (``ranking.visible.outside_scores``),
+    about when, scored under the visible set's statistics (``core.visible.outside_scores``),
     it would rank among the first ``review_k`` of the searcher's visible ranking; its rank is
     its place there. Whether a document is asked about, and where a release appears, is then
     a function of that document and the visible set alone: no other hidden document (withheld,
@@ -134,7 +134,7 @@ def review_requests_create(*, search_id: int) -> int:
     searcher nothing about them (issue 14). At most ``review_k`` are asked per search (the
     best scoring of those that qualify), and with ``most_uncertain`` set the n nearest
     P = 0.5 of those: choices among pending uncertain documents only (docs/protection.md)."""
-    from ranking.visible import Postings, outside_scores
+    from core.visible import Postings, outside_scores
 
     search = SearchLog.objects.select_related("collection", "persona").get(pk=search_id)
     if ReviewRequest.objects.filter(search=search).exists():

@@ -19,11 +19,11 @@ from annotate import entities, roles
 from annotate import selectors as annotate_selectors
 from annotate.exports import csv_safe
 from annotate.models import Collection, Document, Lexicon, Persona
-from config.params import id_param, id_params
-from ranking import explain, lucene
+from core.params import id_param, id_params
+from core import explain, lucene
+from core.highlight import query_stems
+from core.recognisers import lexicon_terms
 from ranking.classifier import stored_scores
-from ranking.entities import lexicon_terms
-from ranking.highlight import query_stems
 from ranking.services import result_snippet
 from review import copies, exposure, redaction, selectors, services
 from review.audit import audit_described
@@ -203,7 +203,7 @@ def queue(request):
 
 def _in_words(pairs, stored=None) -> list[tuple[str, float]]:
     """(feature, weight or contribution) pairs as (phrase, number) for the archivist
-    (``ranking.explain``); with ``stored``, the numbers are one document's contributions and
+    (``core.explain``); with ``stored``, the numbers are one document's contributions and
     their direction comes from the classifier's weights. A name no phrase covers (a stored
     version from an older featurizer) is shown as it is rather than failing the page."""
     out = []

@@ -2,7 +2,7 @@
 
 The visible set of a publication: documents released by a decision in force, and documents
 the persona's newest classifier puts below the band that no decision in force withholds.
-Nothing else exists for a searcher: their ranking (``ranking.visible``) is computed over the
+Nothing else exists for a searcher: their ranking (``core.visible``) is computed over the
 visible set alone, with document frequencies, document count and lengths of that set, so the
 candidates, their number, every score and the time a query takes are the same whatever the
 hidden documents hold. Documents in the band are found for the archivist by another path
@@ -22,11 +22,11 @@ from functools import lru_cache
 from django.utils import timezone
 
 from annotate.models import Collection
-from ranking import lucene
+from core import lucene
+from core.visible import Hit, Postings, VisibleIndex
 from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
 from ranking.services import IndexNotReady, index_paths
-from ranking.visible import Hit, Postings, VisibleIndex
 from review.models import Decision, Publication, Redaction
 from review.redaction import holders_forget, redacted_rows
 from review.selectors import decisions_in_force_kinds

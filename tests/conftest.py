@@ -144,3 +144,18 @@ def make_project(sample_collection, make_user):
 
 
 ANSWERS = dict(relevance=2, persona_sensitive="no", personal_sensitive="dont_know", comment="")
+
+
+SMART = Path(__file__).parent / "fixtures" / "smart"
+
+
+@pytest.fixture
+def mini(db):
+    """The mini SMART collection (tests/fixtures/smart) with its topics and graded qrels, not
+    indexed."""
+    c = Collection.objects.create(name="Mini", slug="mini", kind="smart")
+    services.import_run(collection=c, fmt="smart", path=SMART / "mini.all")
+    services.import_run(collection=c, fmt="topics-smart-order", path=SMART / "mini.qry")
+    services.import_run(collection=c, fmt="qrels-cranfield", path=SMART / "mini.rel")
+    c.refresh_from_db()
+    return c

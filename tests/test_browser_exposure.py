@@ -76,7 +76,7 @@ def test_on_the_demo_the_archivist_sees_the_queries_and_ranks_brute_force_gives(
     from annotate.models import Document
     from config.demo import corpus
     from config.management.commands import demo
-    from ranking import exposure, lucene
+    from core import exposing_queries, lucene
     from review import visibility
     from review.models import Publication
 
@@ -103,7 +103,9 @@ def test_on_the_demo_the_archivist_sees_the_queries_and_ranks_brute_force_gives(
     assert "Searchers see no message of this collection yet" in page.inner_text("#exposure")
 
     view = visibility.view(publication)
-    ranker = exposure.ExposureRanker(view.index, view.postings, doc.docid, k=publication.review_k)
+    ranker = exposing_queries.ExposureRanker(
+        view.index, view.postings, doc.docid, k=publication.review_k
+    )
     rows = page.locator("#exposure table tbody tr")
     assert rows.count() >= min(3, len(row.queries))
     for i, query in enumerate(row.queries[:3]):

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from annotate import services
 from annotate.models import Collection, Job
-from ranking import lucene
+from core import lucene
 from ranking.services import index_paths
 from tests.conftest import SAMPLE
 from tests.waitkit import until

@@ -367,7 +367,7 @@ def test_report_numbers_that_are_not_finite_fall_back_to_the_default(rf):
 
 @pytest.mark.parametrize("huge", ["99999999999999999999", "2147483648", "9223372036854775808"])
 def test_an_id_in_a_path_no_row_can_have_is_a_404_for_every_role(client, world, huge):
-    """Ids in paths go through ``config.params.IdConverter``: one no integer column can hold
+    """Ids in paths go through ``core.params.IdConverter``: one no integer column can hold
     matches no route (``<int:...>`` let it reach the views, and the searcher's document page
     and the skip and resume actions answered 500)."""
     import re

@@ -1,5 +1,5 @@
 """Parsing reads each header's text without the standard library's header registry where the
-value's shape makes that text certain (``annotate.parsing.emails.header_text``): it must be
+value's shape makes that text certain (``core.parsing.emails.header_text``): it must be
 the registry's text for every value, and a message must parse to the same ``ParsedEmail`` as
 with ``email.policy.default``, on hostile fixtures, generated mail and the real SpamAssassin
 corpus, spam included."""
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotate.parsing import emails
 from config.demo import corpus
+from core.parsing import emails
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "emails"
 CACHE = Path(__file__).resolve().parents[2] / "var" / "cache"

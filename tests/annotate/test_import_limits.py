@@ -16,8 +16,8 @@ import pytest
 from annotate import exports, importers, services
 from annotate.labels import FinalLabels
 from annotate.models import Document, Persona, ReferenceRelevance, ReferenceSensitivity, Topic
-from annotate.parsing import Issue
-from annotate.parsing.trec import iter_qrels
+from core.parsing import Issue
+from core.parsing.trec import iter_qrels
 
 MSG = "From: a@example.org\nTo: b@example.org\nSubject: {s}\n\nBody {s}\n"
 

@@ -78,7 +78,7 @@ def test_dates_with_offsets_the_database_cannot_store_keep_their_instant(collect
 
 @pytest.mark.needs_postgres("PostgreSQL refuses the value (SQLite stores it)")
 def test_a_value_the_database_refuses_costs_its_message_only(collection, tmp_path, monkeypatch):
-    from annotate.parsing import emails
+    from core.parsing import emails
 
     parse_date = emails.parse_date
     far = timezone(timedelta(hours=-16))  # as the parser once passed it on
@@ -149,7 +149,7 @@ def test_concurrent_insert_of_the_same_docid_falls_back_to_one_by_one(collection
     for s in ("one", "two"):
         (box / f"{s}.eml").write_text(MSG.format(s=s))
     writer = importers._DocumentWriter(collection, importers.ImportReport())
-    from annotate.parsing.sources import iter_emails
+    from core.parsing.sources import iter_emails
 
     for item in iter_emails(box):
         writer.add(item.docid, item.email, item.source)

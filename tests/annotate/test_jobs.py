@@ -107,7 +107,8 @@ def test_the_dashboard_names_failed_jobs_until_one_of_the_same_kind_succeeds(
 def test_a_failed_index_build_fails_its_job_and_removes_its_temporary_folder(
     sample_collection, settings, monkeypatch
 ):
-    from ranking import features, services
+    from core import features
+    from ranking import services
 
     def broken(*args, **kwargs):
         raise MemoryError("TF-IDF too large")

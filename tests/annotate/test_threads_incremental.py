@@ -6,8 +6,8 @@ import random
 
 from annotate import services
 from annotate.models import Collection, Document, ThreadLink
-from annotate.parsing.threads import assign_threads
 from annotate.threads import _FIELDS, _inputs, collection_threads_assign
+from core.parsing.mail_threads import assign_threads
 
 
 def _eml(n, subject, *, sender, to, mid="", parents=(), day=1):

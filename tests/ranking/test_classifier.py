@@ -152,7 +152,7 @@ def test_the_joint_rankers_message_features_cover_every_email_and_no_other_kind(
     sample_collection,
 ):
     from annotate.models import Collection
-    from ranking.sensitivity import RANKING
+    from core.sensitivity import RANKING
 
     rows = classifier.ranking_document_features(collection=sample_collection)
     docs = list(sample_collection.documents.prefetch_related("attachments"))

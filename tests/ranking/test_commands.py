@@ -106,8 +106,8 @@ def test_evaluate_protection_gives_the_joint_ranker_each_messages_features(
 ):
     """On email the rankers read Table 3.12's message features beside relevance; the run
     completes and reports them (five topics of the sample mail, labels from its words)."""
-    from ranking.ltr import NAMES
-    from ranking.sensitivity import RANKING
+    from core.ltr import NAMES
+    from core.sensitivity import RANKING
 
     docs = list(sample_collection.documents.all())
     words = ("list", "mail", "free", "time", "new", "use")

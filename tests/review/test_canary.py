@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 
 from annotate.models import Attachment
-from ranking import writings
+from core import writings
 from ranking.services import index_build
 from review import redaction, services
 from review.models import Decision, ReviewRequest, SearchLog

@@ -5,8 +5,7 @@ searcher's ranking, and out of a searcher's reach."""
 import pytest
 from django.urls import reverse
 
-from ranking import exposure as core
-from ranking import lucene
+from core import exposing_queries, lucene
 from review import exposure, visibility
 from review.models import AuditEvent, Exposure, Publication, ReviewRequest, SearchLog
 from tests.reviewkit import searcher_search
@@ -22,9 +21,11 @@ def _brute_force(doc, publication):
     """Every candidate query of the index version through the searcher's ranking."""
     cset = exposure.candidates_build(collection=doc.collection)
     view = visibility.view(publication)
-    ranker = core.ExposureRanker(view.index, view.postings, doc.docid, k=publication.review_k)
+    ranker = exposing_queries.ExposureRanker(
+        view.index, view.postings, doc.docid, k=publication.review_k
+    )
     seen, out = set(), []
-    for e in core.brute_force(ranker, cset.candidates):
+    for e in exposing_queries.brute_force(ranker, cset.candidates):
         if e.text.lower() not in seen:
             seen.add(e.text.lower())
             out.append((e.text, e.rank))
@@ -140,7 +141,9 @@ def test_a_lead_asks_from_the_documents_page_and_again_after_new_searches(publis
     row = exposure.exposure_compute(exposure_id=row.pk)
     publication = Publication.objects.get(collection=c)
     view = visibility.view(publication)
-    ranker = core.ExposureRanker(view.index, view.postings, doc.docid, k=publication.review_k)
+    ranker = exposing_queries.ExposureRanker(
+        view.index, view.postings, doc.docid, k=publication.review_k
+    )
     rank = ranker.rank(lucene.analyze(typed))
     assert rank is not None
     assert {"text": " ".join(typed.split()), "source": "log", "rank": rank} in [

@@ -10,7 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotate.models import Document
-from ranking import classifier, measures
+from core import measures
+from ranking import classifier
 from ranking.models import SensitivityModel
 from review import selectors, services
 from review.models import AuditEvent, Publication, ReviewRequest, SearchLog

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from annotate.entities import collection_entities_detect
 from annotate.models import Attachment
-from ranking import lucene
+from core import lucene
 from ranking.services import index_build
 from review import copies, redaction, services, visibility
 from review.models import AuditEvent, Redaction, SearchLog
@@ -187,7 +187,7 @@ def test_the_archivist_redacts_from_the_review_page_with_a_reason(account, login
 
 
 def test_a_correspondents_name_is_offered_unticked_in_its_own_colour(account, login, users):
-    """Names (``ranking.names``) are offered for redaction, not suggested: the archivist
+    """Names (``core.names``) are offered for redaction, not suggested: the archivist
     judges them, like emails and phones; the account number stays ticked."""
     c, persona, doc = account
     doc.body += "\nThanks to Chris Kloiber for the patch."

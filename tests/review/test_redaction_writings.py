@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from annotate.entities import collection_entities_detect
 from annotate.models import Attachment
-from ranking import lucene, writings
+from core import lucene, writings
 from ranking.services import index_build
 from review import copies, redaction, visibility
 from review.models import Redaction, ReviewRequest, SearchLog

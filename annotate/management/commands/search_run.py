@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 
 from annotate.management import command_collection
-from ranking import lucene, runs
+from core import lucene, runs
 from ranking.pooling import FIELDS
 from ranking.services import index_paths, reference_qrels
 

@@ -196,7 +196,7 @@ class Command(BaseCommand):
         count = collection.documents.count()
         self.say(f"Starting Java and Lucene (pyserini; once per process; its messages: {log}) ...")
         started = time.perf_counter()
-        from ranking import lucene
+        from core import lucene
 
         lucene.warm()
         self.say(f"  ready in {time.perf_counter() - started:.1f} s")

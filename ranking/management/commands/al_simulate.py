@@ -7,9 +7,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management import command_collection
-from annotate.parsing.trec import QREL_FORMATS
-from ranking import active, pooling, simulate, simulate_stopping, stopping
-from ranking.runs import topic_key
+from core import active, simulate_learning, simulate_stopping, stopping
+from core.parsing.trec import QREL_FORMATS
+from core.runs import topic_key
+from ranking import pooling
 from ranking.services import collection_features, index_paths, relevance_qrels
 
 MEASURES = {
@@ -60,13 +61,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--c",
             type=float,
-            default=simulate.PAPER_C,
+            default=simulate_learning.PAPER_C,
             help="inverse regularisation strength of the classifier (default 1e8: Rahman et al.'s "
             f"lambda = 1e-8; the live product uses {active.DEFAULT_C:g})",
         )
         parser.add_argument(
             "--labeller",
-            choices=simulate.LABELLERS,
+            choices=simulate_learning.LABELLERS,
             default="selection",
             help="what gives the machine labels: the selection classifier (Rahman et al.) or "
             "sasc's labeller with presumed non-relevant documents (the live product's)",
@@ -74,7 +75,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--min-topic-relevant",
             type=int,
-            default=simulate.IS_RELEVANT,
+            default=simulate_learning.IS_RELEVANT,
             help="leave out topics with fewer relevant documents in their qrels (Rahman et al.: "
             "5; 1 keeps every topic with any)",
         )
@@ -151,9 +152,9 @@ class Command(BaseCommand):
                     }
                 )
             data.append(
-                simulate.TopicData(
+                simulate_learning.TopicData(
                     number=topic.number,
-                    pool=simulate.np.asarray(pool, dtype=simulate.np.int64),
+                    pool=simulate_learning.np.asarray(pool, dtype=simulate_learning.np.int64),
                     grades={row_of[d]: g for d, g in grades[topic.number].items() if d in row_of},
                     ranking=run_rows[opts["rds_system"]].get(topic.number, []),
                 )
@@ -164,10 +165,10 @@ class Command(BaseCommand):
         for seed_mode in opts["seed_mode"] or ["is", "rds"]:
             for strategy in opts["strategy"] or list(active.STRATEGIES):
                 t0 = time.perf_counter()
-                result = simulate.simulate(
+                result = simulate_learning.simulate(
                     features.matrix,
                     data,
-                    simulate.Settings(
+                    simulate_learning.Settings(
                         strategy=strategy,
                         seed_mode=seed_mode,
                         batch_pct=opts["batch_pct"],
@@ -230,9 +231,9 @@ class Command(BaseCommand):
             sample_pct=opts["sample_pct"],
             targets=targets,
             confidence=opts["confidence"],
-            c=opts["c"] if opts["c"] != simulate.PAPER_C else active.DEFAULT_C,
+            c=opts["c"] if opts["c"] != simulate_learning.PAPER_C else active.DEFAULT_C,
             # the 5 relevant seeds, and at least one relevant left for the review to find
-            min_topic_relevant=max(opts["min_topic_relevant"], simulate.IS_RELEVANT + 1),
+            min_topic_relevant=max(opts["min_topic_relevant"], simulate_learning.IS_RELEVANT + 1),
         )
         seeds = [opts["random_seed"] + i for i in range(opts["seeds"])]
         result = simulate_stopping.simulate_stopping(features.matrix, data, settings, seeds)

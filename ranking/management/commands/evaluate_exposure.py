@@ -13,9 +13,9 @@ from django.core.management.base import BaseCommand, CommandError
 from annotate.management import command_collection
 from annotate.models import Topic
 from annotate.selectors import collection_index_documents
-from ranking import exposure, lucene
+from core import exposing_queries, lucene
+from core.visible import Postings, VisibleIndex
 from ranking.services import index_paths
-from ranking.visible import Postings, VisibleIndex
 
 MEASURES = {
     "relq_rbp_0.5_0.5": dict(gamma_qd=0.5, gamma_dq=0.5),
@@ -101,16 +101,18 @@ class Command(BaseCommand):
             given.append(("topic", title))
             if description.strip():
                 given.append(("topic", description))
-        generated = exposure.generate_queries(
+        generated = exposing_queries.generate_queries(
             lambda: collection_index_documents(collection=collection),
             lucene.stem,
             limit=opts["limit"],
         )
-        candidates = exposure.merge_candidates(given, generated, lucene.analyze)
+        candidates = exposing_queries.merge_candidates(given, generated, lucene.analyze)
         index = out / collection.slug / "candidates"
         lucene.build_index(index, ((str(c.qid), c.text) for c in candidates))
         built = time.perf_counter() - t0
-        by_source = {s: sum(1 for c in candidates if c.source == s) for s in exposure.SOURCES}
+        by_source = {
+            s: sum(1 for c in candidates if c.source == s) for s in exposing_queries.SOURCES
+        }
         say(
             f"{collection.slug}: {len(candidates):,} candidate queries {by_source} in {built:.1f} s"
         )
@@ -131,7 +133,7 @@ class Command(BaseCommand):
             raise CommandError(f"{collection.slug}: no document is exposed by any candidate")
         row_of = {d: i for i, d in enumerate(postings.docids)}
         weights = {
-            (d, w): exposure.document_query(postings, row_of[d], view, weighting=w)
+            (d, w): exposing_queries.document_query(postings, row_of[d], view, weighting=w)
             for d in tune + test
             for w in ("tf", "bm25")
         }
@@ -145,7 +147,7 @@ class Command(BaseCommand):
 
         # The real ranker agrees with the ground truth (the verification step's ranker).
         for d in test[:5]:
-            ranker = exposure.ExposureRanker(view, postings, d, k=k)
+            ranker = exposing_queries.ExposureRanker(view, postings, d, k=k)
             qids = [qid for qid, _s in reverse(d, 50)]
             ranks = ranker.ranks([candidates[q].terms for q in qids])
             assert ranks == [truth[d].get(q) for q in qids], d
@@ -155,7 +157,7 @@ class Command(BaseCommand):
         for k1 in GRID_K1:
             for b in GRID_B:
                 values = [
-                    exposure.relq_rbp(
+                    exposing_queries.relq_rbp(
                         [q for q, _ in reverse(d, depth, k1, b)],
                         truth[d],
                         depth=depth,
@@ -191,11 +193,11 @@ class Command(BaseCommand):
                 lambda d=d: [q for q, _ in reverse(d, depth, weighting="bm25")],
             )
             for n in verify_depths:
-                ranker = exposure.ExposureRanker(view, postings, d, k=k)
+                ranker = exposing_queries.ExposureRanker(view, postings, d, k=k)
 
                 def run(d=d, n=n, ranker=ranker):
                     retrieved = reverse(d, n, weighting="bm25")
-                    found = exposure.expose(ranker, candidates, retrieved)
+                    found = exposing_queries.expose(ranker, candidates, retrieved)
                     return [e.qid for e in found]
 
                 timed(f"reverse+verify@{n}", d, run)
@@ -224,10 +226,13 @@ class Command(BaseCommand):
             row = {}
             for measure, params in MEASURES.items():
                 values = [
-                    exposure.relq_rbp(per_doc[d], truth[d], depth=depth, **params) for d in test
+                    exposing_queries.relq_rbp(per_doc[d], truth[d], depth=depth, **params)
+                    for d in test
                 ]
                 row[measure] = float(np.nanmean(values))
-            values = [exposure.relq_exh_ndcg(per_doc[d], truth[d], depth=depth) for d in test]
+            values = [
+                exposing_queries.relq_exh_ndcg(per_doc[d], truth[d], depth=depth) for d in test
+            ]
             row["relq_exh_ndcg"] = float(np.nanmean(values))
             row["ranker_calls"] = calls[name]
             row["ms_per_doc"] = round(float(np.mean(ms.get(name, [math.nan]))), 2)

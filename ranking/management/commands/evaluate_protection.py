@@ -9,8 +9,9 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management import command_collection
-from annotate.parsing.trec import QREL_FORMATS
-from ranking import ltr, lucene, measures, protection, protection_eval, sensitivity
+from core import ltr, lucene, measures, protection, protection_eval, sensitivity
+from core.parsing.trec import QREL_FORMATS
+from core.runs import topic_key
 from ranking.classifier import (
     ClassifierError,
     collection_matrix,
@@ -19,7 +20,6 @@ from ranking.classifier import (
     ranking_document_features,
     sensitivity_labels_named,
 )
-from ranking.runs import topic_key
 from ranking.services import (
     collection_features,
     index_paths,

@@ -8,10 +8,10 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management import command_collection
-from ranking import lucene, sensitivity
+from core import lucene, sensitivity
+from core.simulate_review import simulate
 from ranking.classifier import ClassifierError, collection_matrix, sensitivity_labels_named
 from ranking.services import index_paths, reference_qrels, topics_with_relevant
-from review.simulate import simulate
 
 
 class Command(BaseCommand):

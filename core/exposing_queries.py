@@ -1,0 +1,456 @@
+"""Exposing queries: which searches would put a document in a searcher's top k (Li et al.,
+WWW 2022, ``seeds/001``; docs/domain.md §10), pure: no Django.
+
+Exposing query identification (EQI) reverses document retrieval: given a document d, return
+the queries of a candidate set Q ranked by how strongly each exposes d in the document
+ranker, i.e. by the rank rho(d, sigma_q) that q gives d. Three steps, as in the paper's
+traditional-search setting:
+
+1. **Candidates** (``generate_queries`` plus the caller's topics and query log): queries a
+   searcher plausibly types. Generated offline from the collection itself: per document the
+   unigrams and adjacent-word bigrams with the highest tf x idf (collection statistics), kept
+   when at least ``min_df`` documents hold them (a phrase that only one message holds is a
+   needle, not a query), each weighted by the tf-idf mass of the documents that chose it.
+   No doc2query: it needs a seq2seq model download and a GPU-sized budget per document,
+   neither available offline on these machines; BM25 only ever matches words the document
+   holds, so the document's own n-grams are the support of every exposing query.
+2. **Reverse search** ("BM25-reverse", sec. 5): the candidates are indexed as documents
+   (Lucene, ``core.lucene.reverse_search``) and the document is the query, each of its
+   analysed terms weighted by its frequency in the document (Anserini's bag of words), the
+   ``max_terms`` with the highest tf x idf kept (Lucene refuses more than 1024 clauses).
+3. **Verification**: each retrieved candidate is run through the searcher's real ranker
+   (``ExposureRanker``: ``core.visible.VisibleIndex``, BM25 over the visible set only, as
+   ``review.services.search_protected`` ranks). A visible document's rank is its place in
+   that ranking; a hidden one (withheld, predicted sensitive, in the review band) gets the
+   place a release would give it, scored under the visible set's statistics exactly as
+   ``review.services.review_requests_create`` places a document it asks about. Queries whose
+   top k does not hold d are dropped; the rest are ordered by the rank-biased weight
+   gamma^rho(d, sigma_q) (RBP's user, sec. 3.1), i.e. by rank, ties by query text.
+
+``brute_force`` runs every candidate through the same ranker: the exact answer, the paper's
+baseline, and the ground truth of ``relq_rbp`` / ``relq_exh_ndcg`` (eq. 3 and 4).
+"""
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.visible import Postings, VisibleIndex, _adjust_ties, encode_length, outside_scores
+
+SOURCES = ("topic", "log", "generated")
+_WORD = re.compile(r"[^\W\d_]{2,30}", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate query: its text as a searcher would type it, where it came from, its
+    analysed terms (what the ranker sees) and its collection weight (generated ones)."""
+
+    qid: int
+    text: str
+    source: str
+    terms: tuple[str, ...]
+    weight: float = 0.0
+
+
+def save_candidates(candidates: Sequence[Candidate], path: Path) -> None:
+    """Write candidates as JSON lines (one object each)."""
+    with Path(path).open("w", encoding="utf-8") as out:
+        for c in candidates:
+            out.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
+
+
+def load_candidates(path: Path) -> list[Candidate]:
+    """Read candidates written by ``save_candidates``."""
+    out = []
+    with Path(path).open(encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            out.append(
+                Candidate(
+                    row["qid"], row["text"], row["source"], tuple(row["terms"]), row["weight"]
+                )
+            )
+    return out
+
+
+def merge_candidates(
+    given: Iterable[tuple[str, str]],
+    generated: Iterable[tuple[str, float]],
+    analyze: Callable[[str], list[str]],
+) -> list[Candidate]:
+    """Number the candidates: ``given`` (source, text) pairs first (topics, the query log),
+    then ``generated`` (text, weight). A query whose analysed terms, as a bag, equal an
+    earlier one's is the same query for a bag-of-words ranker and is kept once; a query
+    with no analysed term (only stopwords) matches nothing and is dropped."""
+    seen: set[tuple[str, ...]] = set()
+    out: list[Candidate] = []
+    rows = [(s, t, 0.0) for s, t in given] + [("generated", t, w) for t, w in generated]
+    for source, text, weight in rows:
+        text = " ".join(text.split())
+        terms = tuple(analyze(text)) if text else ()
+        key = tuple(sorted(terms))
+        if not terms or key in seen:
+            continue
+        seen.add(key)
+        out.append(Candidate(len(out), text, source, terms, float(weight)))
+    return out
+
+
+def _idf(n: int, df: int) -> float:
+    """BM25's idf as Lucene computes it (positive even for a word every document holds)."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def generate_queries(
+    documents: Callable[[], Iterable[tuple[str, str]]],
+    stem: Callable[[str], str],
+    *,
+    unigrams: int = 5,
+    bigrams: int = 5,
+    min_df: int = 2,
+    limit: int = 100_000,
+) -> list[tuple[str, float]]:
+    """Return up to ``limit`` (query text, weight) pairs generated from the collection.
+
+    ``documents`` is called twice (document frequencies, then each document's choices) and
+    yields (docid, text); ``stem`` is the index's analysis of one word ('' for a stopword).
+    Per document the ``unigrams`` words and ``bigrams`` adjacent word pairs with the highest
+    tf x idf (Lucene's BM25 idf) among those at least ``min_df`` documents hold; a
+    candidate's weight is the sum of those values over the documents that chose it, the heaviest
+    ``limit`` are kept, heaviest first. Each stem is written as its most frequent word.
+    """
+    df_uni: Counter = Counter()
+    df_bi: Counter = Counter()
+    forms: dict[str, Counter] = {}
+    n = 0
+
+    def grams(text: str):
+        uni: Counter = Counter()
+        bi: Counter = Counter()
+        previous = ""
+        for word in _WORD.findall(text.lower()):
+            s = stem(word)
+            if not s:
+                previous = ""
+                continue
+            uni[s] += 1
+            forms.setdefault(s, Counter())[word] += 1
+            if previous and previous != s:
+                bi[(previous, s)] += 1
+            previous = s
+        return uni, bi
+
+    for _docid, text in documents():
+        uni, bi = grams(text)
+        df_uni.update(uni.keys())
+        df_bi.update(bi.keys())
+        n += 1
+    if not n:
+        return []
+    weights: Counter = Counter()
+    for _docid, text in documents():
+        uni, bi = grams(text)
+        scored = [(tf * _idf(n, df_uni[s]), (s,)) for s, tf in uni.items() if df_uni[s] >= min_df]
+        scored.sort(reverse=True)
+        for value, key in scored[:unigrams]:
+            weights[key] += value
+        scored = [(tf * _idf(n, df_bi[p]), p) for p, tf in bi.items() if df_bi[p] >= min_df]
+        scored.sort(reverse=True)
+        for value, key in scored[:bigrams]:
+            weights[key] += value
+    word = {s: c.most_common(1)[0][0] for s, c in forms.items()}
+    ranked = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    return [(" ".join(word[s] for s in key), round(float(w), 4)) for key, w in ranked]
+
+
+def document_query(
+    postings: Postings,
+    row: int,
+    view: VisibleIndex,
+    *,
+    weighting: str = "bm25",
+    max_terms: int = 1000,
+) -> dict[str, float]:
+    """The document at ``row`` as a reverse-search query (term -> weight), its ``max_terms``
+    heaviest terms.
+
+    ``weighting="tf"``: each term weighted by its frequency in the document, Anserini's bag of
+    words of the document (the paper's BM25-reverse). ``"bm25"``: each term weighted by what
+    it adds to the document's BM25 score in the searcher's ranking (the visible set's idf and
+    average length; Lucene's formula), so that the query index favours candidates made of
+    the terms that lift this document above the others, not of the terms that are merely
+    rare among queries; the verification step decides the rank either way."""
+    if weighting not in ("tf", "bm25"):
+        raise ValueError(f"unknown weighting {weighting!r}; use tf or bm25")
+    counts = postings.counts
+    start, end = counts.indptr[row], counts.indptr[row + 1]
+    cols = counts.indices[start:end]
+    tf = counts.data[start:end].astype(np.float64)
+    terms = postings.terms[cols].tolist()
+    df = np.array([_visible_df(view, t) for t in terms], dtype=np.int64)
+    idf = view.idf(df).astype(np.float64)
+    norm = float(view.norm_cache[encode_length(int(postings.lengths[row]))])
+    contribution = idf * tf * norm / (1 + tf * norm)
+    weights = tf if weighting == "tf" else contribution
+    keep = np.argsort(-contribution, kind="stable")[:max_terms]
+    return {terms[i]: float(weights[i]) for i in keep.tolist()}
+
+
+def _visible_df(view: VisibleIndex, term: str) -> int:
+    col = view.vocabulary.get(term)
+    return int(view.df[col]) if col is not None else 0
+
+
+def _document_frequencies(postings: Postings) -> np.ndarray:
+    if not hasattr(postings, "_df"):
+        postings._df = np.bincount(postings.counts.indices, minlength=postings.counts.shape[1])
+    return postings._df
+
+
+@dataclass(frozen=True)
+class Exposing:
+    """A query that exposes the document: its 0-based rank in the query's ranking, and the
+    rank-biased weight gamma^rank of that place (the searcher's RBP user)."""
+
+    qid: int
+    text: str
+    source: str
+    rank: int
+    weight: float
+
+
+class ExposureRanker:
+    """The searcher's ranker seen from one document: the rank a query gives it.
+
+    ``view``: the visible set's index (``core.visible.VisibleIndex``), ``postings``: the
+    whole index version's (for a hidden document's terms), ``k``: how many results a
+    searcher is shown. ``visible`` says whether the document is in the view now."""
+
+    def __init__(self, view: VisibleIndex, postings: Postings, docid: str, *, k: int):
+        if not hasattr(view, "_positions"):
+            view._positions = {d: i for i, d in enumerate(view.docids)}
+        self.view, self.postings, self.docid, self.k = view, postings, docid, k
+        self.visible = docid in view._positions
+        rows = postings.rows([docid])
+        if not len(rows) and not self.visible:
+            raise KeyError(f"document {docid!r} is not in this index version")
+        self.row = int(rows[0]) if len(rows) else None
+
+    def rank(self, terms: Sequence[str]) -> int | None:
+        """The 0-based place the query gives the document among the first ``k`` results (a
+        hidden one: where a release would put it), or None when it is not among them."""
+        terms = list(terms)
+        hits = self.view.search(terms, self.k)
+        if self.visible:
+            return next((i for i, h in enumerate(hits) if h.docid == self.docid), None)
+        score = float(outside_scores(self.view, self.postings, [self.row], terms)[0])
+        floor = hits[-1].score if len(hits) >= self.k else -math.inf
+        if not (score > 0 and score > floor):
+            return None
+        return sum(1 for h in hits if h.score > score)
+
+    def ranks(self, queries: Sequence[Sequence[str]]) -> list[int | None]:
+        """``rank`` of many queries at once, equal to it query by query (tested): the BM25
+        contribution of each (term, repeats) pair is computed once, as
+        ``VisibleIndex.search`` computes it in single precision, and the queries' scores
+        are sums of those columns (a sparse product), so the ranker's work is shared by all
+        queries that hold a term."""
+        import scipy.sparse as sp
+
+        view = self.view
+        pairs: dict[tuple[str, int], int] = {}
+        rows_of_queries: list[list[int]] = []
+        for terms in queries:
+            rows_of_queries.append(
+                [pairs.setdefault(tb, len(pairs)) for tb in Counter(terms).items()]
+            )
+        n = view.n
+        if not pairs:
+            return [None] * len(queries)
+        if not n:  # nothing visible: a release puts the document first wherever it scores
+            own = self._own_terms()
+            return [0 if self._outside_score(terms, own) > 0 else None for terms in queries]
+        data, indices, indptr = [], [], [0]
+        for term, boost in pairs:
+            col = view.vocabulary.get(term)
+            if col is not None:
+                start, end = view.counts.indptr[col], view.counts.indptr[col + 1]
+                rows = view.counts.indices[start:end]
+                freq = view.counts.data[start:end]
+                weight = np.float32(boost) * view.idf(view.df[col])
+                term_scores = weight - weight / (np.float32(1) + freq * view.norm_inverse[rows])
+                data.append(term_scores.astype(np.float32).astype(np.float64))
+                indices.append(rows)
+            indptr.append(indptr[-1] + (len(indices[-1]) if col is not None else 0))
+        flat = lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype)  # noqa: E731
+        columns = sp.csc_matrix(
+            (flat(data, np.float64), flat(indices, np.int64), np.array(indptr)),
+            shape=(n, len(pairs)),
+        )
+        chooser = sp.csc_matrix(
+            (
+                np.ones(sum(len(r) for r in rows_of_queries)),
+                np.concatenate([np.array(r, dtype=np.int64) for r in rows_of_queries])
+                if rows_of_queries
+                else np.zeros(0, np.int64),
+                np.cumsum([0] + [len(r) for r in rows_of_queries]),
+            ),
+            shape=(len(pairs), len(queries)),
+        )
+        # Each query's column holds the scores of the documents that match it, in no
+        # particular order: nothing below needs them sorted (sorting was two thirds of the
+        # time at 100,000 messages, bench/exposure.py).
+        scores = (columns @ chooser).tocsc()
+        position = view._positions.get(self.docid) if self.visible else None
+        own = self._own_terms() if not self.visible else None
+        out: list[int | None] = []
+        for j, terms in enumerate(queries):
+            start, end = scores.indptr[j], scores.indptr[j + 1]
+            rows = scores.indices[start:end]
+            final = scores.data[start:end].astype(np.float32)
+            if self.visible:
+                at = np.flatnonzero(rows == position)
+                if not len(at):
+                    out.append(None)
+                    continue
+                mine = final[at[0]]
+                ahead = int((final > mine).sum())
+                ahead += int(
+                    ((final == mine) & (view.rank_of[rows] < view.rank_of[position])).sum()
+                )
+                out.append(ahead if ahead < self.k else None)
+                continue
+            score = self._outside_score(terms, own)
+            if not score > 0:
+                out.append(None)
+                continue
+            if len(final) > self.k:
+                top = np.argpartition(-final, self.k - 1)[: self.k]
+                kth = final[top].min()
+                keep = np.flatnonzero(final >= kth)
+            else:
+                keep = np.arange(len(final))
+            order = np.lexsort((view.rank_of[rows[keep]], -final[keep]))[: self.k]
+            shown = np.array(_adjust_ties(final[keep][order]), dtype=np.float32)
+            floor = shown[-1] if len(shown) >= self.k else -math.inf
+            if not score > floor:
+                out.append(None)
+                continue
+            out.append(int(sum(1 for h in shown.tolist() if h > score)))
+        return out
+
+    def _own_terms(self) -> dict[str, float]:
+        counts = self.postings.counts
+        start, end = counts.indptr[self.row], counts.indptr[self.row + 1]
+        cols = counts.indices[start:end].tolist()
+        return dict(
+            zip(self.postings.terms[cols].tolist(), counts.data[start:end].tolist(), strict=True)
+        )
+
+    def _outside_score(self, terms: Sequence[str], own: dict[str, float]) -> float:
+        """``core.visible.outside_scores`` of this one document, in the same single
+        precision steps."""
+        view = self.view
+        norm = view.norm_cache[encode_length(int(self.postings.lengths[self.row]))]
+        score = np.zeros(1, dtype=np.float32)
+        for term, boost in Counter(terms).items():
+            freq = own.get(term)
+            if not freq:
+                continue
+            weight = np.float32(boost) * view.idf(_visible_df(view, term))
+            f = np.array([freq], dtype=np.float32)
+            score += weight - weight / (np.float32(1) + f * np.array([norm], dtype=np.float32))
+        return float(score[0])
+
+
+def _ordered(found: list[Exposing]) -> list[Exposing]:
+    return sorted(found, key=lambda e: (e.rank, e.text, e.qid))
+
+
+def verify(
+    ranker: ExposureRanker, candidates: Iterable[Candidate], *, gamma: float = 0.5
+) -> list[Exposing]:
+    """Run each candidate through the ranker; return those that expose the document, most
+    exposing first (rank, then query text)."""
+    candidates = list(candidates)
+    found = []
+    for c, rank in zip(candidates, ranker.ranks([c.terms for c in candidates]), strict=True):
+        if rank is not None:
+            found.append(Exposing(c.qid, c.text, c.source, rank, gamma**rank))
+    return _ordered(found)
+
+
+def brute_force(
+    ranker: ExposureRanker, candidates: Sequence[Candidate], *, gamma: float = 0.5
+) -> list[Exposing]:
+    """Exact EQI: every candidate through the ranker one query at a time, each a search of
+    the visible set as the searcher's (the paper's brute-force baseline)."""
+    found = []
+    for c in candidates:
+        rank = ranker.rank(c.terms)
+        if rank is not None:
+            found.append(Exposing(c.qid, c.text, c.source, rank, gamma**rank))
+    return _ordered(found)
+
+
+def expose(
+    ranker: ExposureRanker,
+    candidates: Sequence[Candidate],
+    retrieved: Sequence[tuple[int, float]],
+    *,
+    extra: Iterable[Candidate] = (),
+    gamma: float = 0.5,
+) -> list[Exposing]:
+    """Reverse search then verification: verify the ``retrieved`` candidates ((qid, reverse
+    score) from the candidate index, best first) and ``extra`` ones (queries logged since the
+    index was built, verified exhaustively); return the exposing ones, most exposing first."""
+    chosen = {qid: candidates[qid] for qid, _score in retrieved}
+    for c in extra:
+        chosen.setdefault(c.qid, c)
+    return verify(ranker, chosen.values(), gamma=gamma)
+
+
+# --- RELQ (sec. 3.1) ----------------------------------------------------------------------------
+
+
+def relq_rbp(
+    retrieved: Sequence[int],
+    exposing: dict[int, int],
+    *,
+    gamma_qd: float,
+    gamma_dq: float,
+    depth: int = 100,
+) -> float:
+    """RELQ_RBP,RBP (eq. 3): the exposure list ``retrieved`` (qids, best first) against the
+    ground truth ``exposing`` (qid -> 0-based rank the query gives the document). The EQI user
+    reads the list with persistence ``gamma_dq``, a query's gain is the searcher's RBP weight
+    ``gamma_qd``^rank; the ideal list is the ground truth by rank. Both lists are cut at
+    ``depth`` (n_d->q). NaN when the document has no exposing query."""
+    ideal = sorted(exposing.values())[:depth]
+    best = sum(gamma_dq**i * gamma_qd**r for i, r in enumerate(ideal))
+    if best == 0:
+        return math.nan
+    got = sum(
+        gamma_dq**i * gamma_qd ** exposing[q]
+        for i, q in enumerate(retrieved[:depth])
+        if q in exposing
+    )
+    return got / best
+
+
+def relq_exh_ndcg(retrieved: Sequence[int], exposing: dict[int, int], *, depth: int = 100) -> float:
+    """RELQ_EXH,NDCG (eq. 4): an exhaustive EQI user; a query's gain is nDCG's discount of the
+    place it gives the document, 1 / log2(rank + 2). NaN with no exposing query."""
+    ideal = sorted(exposing.values())[:depth]
+    best = sum(1 / math.log2(r + 2) for r in ideal)
+    if best == 0:
+        return math.nan
+    got = sum(1 / math.log2(exposing[q] + 2) for q in retrieved[:depth] if q in exposing)
+    return got / best
