@@ -10,11 +10,10 @@ import re
 import zipfile
 from collections import defaultdict
 
-from annotate import charts, selectors
+from annotate import charts, hooks, selectors
 from annotate.labels import FinalLabels, final_labels, project_judgments, snapshot
 from annotate.models import AnnotationProject
 from core.runs import topic_key, trec_field
-from ranking.models import MachineLabel
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -150,12 +149,12 @@ def machine_labels_text(project: AnnotationProject, labels: FinalLabels) -> tupl
     (grade, "machine")}`` to add to the qrels, and the side file that flags them
     (``topic 0 docno 0|1 probability model_version``)."""
     added, lines = {}, []
-    for m in MachineLabel.objects.filter(project=project).select_related("topic", "document"):
-        key = (m.topic.number, m.document.docid)
+    for topic, docid, relevant, probability, version in hooks.machine_labels(project=project):
+        key = (topic, docid)
         if key in labels.relevance:  # a person judged it: the human label stands
             continue
-        added[key] = (int(m.relevant), "machine")
-        lines.append((key, (int(m.relevant), f"{m.probability:.6f}", m.model_version)))
+        added[key] = (int(relevant), "machine")
+        lines.append((key, (int(relevant), f"{probability:.6f}", version)))
     lines.sort(key=lambda kv: (topic_key(kv[0][0]), kv[0][1]))
     return added, "".join(_line(t, 0, d, *rest) for (t, d), rest in lines)
 

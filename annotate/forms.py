@@ -53,11 +53,6 @@ class ImportForm(forms.Form):
         return data
 
 
-class SearchForm(forms.Form):
-    q = forms.CharField(max_length=500, required=False, label="Search")
-    page = forms.IntegerField(min_value=1, max_value=50, required=False)
-
-
 # Free text and lists a form takes in one go (issue 21: nothing bounded them but the 5 MB
 # request body, and a million "topic docid" lines became one query with a million ids).
 MAX_TASK_LINES = 5_000

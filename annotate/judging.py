@@ -17,12 +17,12 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotate import jobs, judgments, projects, roles, selectors
+from annotate import hooks, jobs, judgments, projects, roles, selectors
 from annotate.entities import document_entity_view
 from annotate.forms import ProjectForm, TasksForm
 from annotate.models import Answer, Judgment
-from core.params import id_param, id_params
 from core.highlight import light_stem, query_stems
+from core.params import id_param, id_params
 
 annotator_required = roles.role_required(roles.ANNOTATOR)
 
@@ -346,8 +346,6 @@ def _add_tasks(project, round_, form) -> tuple[int, list[str]]:
 
 
 def _add_tasks_from(project, round_, data) -> tuple[int, list[str]]:
-    from ranking.services import IndexNotReady
-
     chosen = {"topics": data["topics"] or None, "personas": data["personas"] or None}
     if data["source"] == "list":
         return projects.project_tasks_from_lines(
@@ -366,7 +364,7 @@ def _add_tasks_from(project, round_, data) -> tuple[int, list[str]]:
             project=project, round_=round_, k=data["k"], **chosen
         )
         return added, []
-    except IndexNotReady as exc:
+    except hooks.SearchUnavailable as exc:
         return 0, [str(exc)]
 
 

@@ -12,7 +12,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotate.audit import audit_record
+from annotate import hooks
+from annotate.hooks import audit_record
 from annotate.models import (
     Adjudication,
     AnnotationProject,
@@ -202,11 +203,10 @@ def task_claim(
     if assignment is None and leases_expire(project=project):
         # expired leases just came back
         assignment = _claim_free_task(user, project, preload=preload)
-    if assignment is None:
-        from ranking.learning import queue_top_up
-
-        if queue_top_up(project=project):  # a retrain is late: the previous model's picks
-            assignment = _claim_free_task(user, project, preload=preload)
+    # Still nothing: a retrain may be late, and the previous model's next picks fill the
+    # queue (the queue_empty hook: ranking's queue_top_up).
+    if assignment is None and hooks.queue_empty(project=project):
+        assignment = _claim_free_task(user, project, preload=preload)
     return assignment
 
 
@@ -435,9 +435,7 @@ def judgment_submit(
             cursor.execute(_SUBMIT_LEASE_SQL, params)
             cursor.execute(_SUBMIT_COUNT_SQL, params)
             if source in (Task.Source.ACTIVE, Task.Source.SEED):
-                from ranking.learning import learning_judged
-
-                learning_judged(project_id=project_id, topic_id=topic_id)
+                hooks.learning_task_judged(project_id=project_id, topic_id=topic_id)
     except IntegrityError:
         # Only reachable if the lock was bypassed (a database without row locks): the
         # constraints still hold, and the duplicate gets the stored answer.
@@ -622,17 +620,9 @@ def task_resume(*, user, task_id: int) -> Assignment:
 def _why_full(task: Task) -> AnnotationError:
     """Return the true reason a skipped task cannot be taken back (it has no free place)."""
     if task.source in (Task.Source.ACTIVE, Task.Source.SEED):
-        from ranking.models import LearningPlan
-
-        plan = LearningPlan.objects.filter(
-            project_id=task.project_id, topic_id=task.topic_id, round_id=task.round_id
-        ).first()
-        if plan is not None and plan.status == LearningPlan.Status.FINISHED:
-            return TaskNotNeeded(
-                "Active learning on this topic has spent its budget"
-                f"{f' ({plan.status_message})' if plan.status_message else ''}: "
-                "this task needs no more judgments."
-            )
+        closed = hooks.learning_task_closed(task=task)
+        if closed is not None:
+            return TaskNotNeeded(closed)
     if task.judged >= task.required:
         people = "another annotator" if task.judged == 1 else f"{task.judged} annotators"
         return TaskFull(

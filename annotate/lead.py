@@ -2,18 +2,16 @@
 and adjudicate, and the exports (docs/domain.md §5)."""
 
 from django.contrib import messages
-from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from annotate import charts, exports, judgments, labels, roles, selectors
-from annotate.audit import audit_record
+from annotate.hooks import audit_record
 from annotate.models import AnnotationProject, Judgment, Task
-from core.params import id_param
 from core import agreement
-from ranking import pooling
+from core.params import id_param
 
 lead_required = roles.role_required(roles.LEAD)
 
@@ -144,23 +142,3 @@ def chart(request, slug, name):
     response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "private, no-store"
     return response
-
-
-@require_POST
-@lead_required
-def pool_start(request, slug):
-    """Pool the project's topics with twelve systems into one of its open rounds (a job)."""
-    project = get_object_or_404(AnnotationProject, slug=slug)
-    round_ = project.rounds.filter(pk=_int_or_none(request.POST.get("round")), is_open=True).first()
-    depth = _int_or_none(request.POST.get("depth"))
-    if round_ is None or depth is None or not 1 <= depth <= 1000:
-        messages.error(request, "Choose an open round and a depth between 1 and 1000.")
-        return redirect("judging-dashboard", slug=project.slug)
-    if project.collection.indexed_version is None:
-        messages.error(request, "The collection has no index yet: build it first.")
-        return redirect("judging-dashboard", slug=project.slug)
-    with transaction.atomic():
-        job = pooling.job_pool_create(
-            project=project, round_=round_, depth=depth, user=request.user
-        )
-    return redirect("job-detail", pk=job.pk)

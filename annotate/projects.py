@@ -4,7 +4,7 @@ import hashlib
 
 from django.db import transaction
 
-from annotate import roles
+from annotate import hooks, roles
 from annotate.models import (
     AnnotationProject,
     Collection,
@@ -142,24 +142,17 @@ def project_tasks_from_search(
     """Add each topic's top ``k`` BM25 results (title query) for every persona of the project
     (or only the given project ``topics`` and ``personas``)."""
     topics, personas = _chosen(project, topics, personas)
-    from ranking.services import collection_ranked_documents
-
-    collection = project.collection
     added = 0
     for topic in topics:
-        # Ranked documents only: pooling has no use for snippets.
-        ranked = collection_ranked_documents(
-            collection=collection,
-            query=topic.title,
-            documents=Document.objects.filter(collection=collection),
-            k=k,
-        )
+        # The ranking is ranking's (the ranked_documents hook); raises SearchUnavailable
+        # before the collection's first index build.
+        ranked = hooks.ranked_documents(collection=project.collection, query=topic.title, k=k)
         added += project_tasks_add_for_personas(
             project=project,
             round_=round_,
             topic=topic,
             personas=personas,
-            documents=[doc for doc, _score in ranked],
+            documents=ranked,
             source=Task.Source.POOL,
         )
     return added

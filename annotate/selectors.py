@@ -7,7 +7,7 @@ from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch,
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotate import roles
+from annotate import hooks, roles
 from annotate.labels import final_labels, snapshot
 from annotate.models import (
     Adjudication,
@@ -255,8 +255,6 @@ def judgment_in_other_round(*, user, task) -> Judgment | None:
 def judging_idle(*, user, project: AnnotationProject) -> dict:
     """Return why no task waits for the user: open rounds, tasks the user skipped that still
     need judgments, tasks other annotators hold, the project's learning plans, own count."""
-    from ranking.models import LearningPlan
-
     open_rounds = project.rounds.filter(is_open=True).values("id")
     unfinished = Task.objects.filter(
         project=project, round_id__in=open_rounds, judged__lt=F("required")
@@ -270,10 +268,7 @@ def judging_idle(*, user, project: AnnotationProject) -> dict:
         .exclude(pk__in=mine.exclude(status=Assignment.Status.EXPIRED).values("task_id"))
         .count()
     )
-    plans = [
-        {"topic": p.topic.number, "status": p.status, "message": p.status_message}
-        for p in LearningPlan.objects.filter(project=project).select_related("topic")
-    ]
+    plans = hooks.learning_plans(project=project)
     return {
         "open_rounds": project.rounds.filter(is_open=True).count(),
         "skipped": skipped,

@@ -11,9 +11,9 @@ from django.contrib.auth.models import Group, Permission, User
 from django.db.models import Max
 from django.utils import timezone
 
-from annotate import importers, roles
-from annotate.audit import audit_record
+from annotate import hooks, importers, roles
 from annotate.entities import collection_entities_detect
+from annotate.hooks import audit_record
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import (
     Collection,
@@ -21,7 +21,6 @@ from annotate.models import (
     Job,
     Persona,
 )
-from ranking.services import job_index_create
 
 logger = logging.getLogger(__name__)
 
@@ -225,7 +224,7 @@ def job_import_run(*, job_id: int) -> None:
             "smart",
         )
     ):
-        job_index_create(collection=job.collection, user=job.created_by)
+        hooks.documents_imported(collection=job.collection, user=job.created_by)
 
 
 def import_recorded(

@@ -1,4 +1,5 @@
-"""Pages for browsing collections, reading documents, searching and importing."""
+"""Pages for browsing collections, reading documents and importing (a collection's search
+page and index rebuild are ranking's: ``ranking/views.py``)."""
 
 from django.conf import settings
 from django.contrib import messages
@@ -6,15 +7,12 @@ from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
 
 from annotate import jobs, roles, selectors, services
-from annotate.forms import ImportForm, SearchForm
+from annotate.forms import ImportForm
 from annotate.models import Collection, Job
 from core import lucene
 from core.highlight import highlight, query_stems
-from ranking import services as ranking_services
-from ranking.services import IndexNotReady, collection_search
 
 BROWSE = (roles.LEAD, roles.ARCHIVIST)
 browse_required = roles.role_required(*BROWSE)
@@ -84,38 +82,6 @@ def document_detail(request, slug, pk):
     )
 
 
-@browse_required
-def search(request, slug):
-    """Search a collection: BM25 results with snippets, a page at a time."""
-    collection = _collection(request, slug)
-    form = SearchForm(request.GET or None)
-    results, error, page = [], None, 1
-    if form.is_valid() and form.cleaned_data["q"].strip():
-        page = form.cleaned_data.get("page") or 1
-        try:
-            results = collection_search(
-                collection=collection,
-                query=form.cleaned_data["q"],
-                documents=selectors.documents_for_user(request.user),
-                k=PAGE,
-                offset=(page - 1) * PAGE,
-            )
-        except IndexNotReady:
-            error = "This collection has no search index yet. A lead can build it."
-    context = {
-        "collection": collection,
-        "form": form,
-        "results": results,
-        "error": error,
-        "page": page,
-        "has_next": len(results) == PAGE,
-        "query": form.data.get("q", ""),
-        "first_rank": (page - 1) * PAGE + 1,
-    }
-    template = "annotate/_search_results.html" if request.htmx else "annotate/search.html"
-    return render(request, template, context)
-
-
 @roles.role_required(roles.LEAD)
 def import_page(request):
     """Upload a file to import as a background job, and list the recent imports."""
@@ -153,13 +119,3 @@ def job_detail(request, pk):
     job = get_object_or_404(Job.objects.select_related("collection"), pk=pk)
     template = "annotate/_job.html" if request.htmx else "annotate/job_detail.html"
     return render(request, template, {"job": job})
-
-
-@require_POST
-@roles.role_required(roles.LEAD)
-def index_rebuild(request, slug):
-    """Queue a rebuild of the collection's index and features."""
-    collection = _collection(request, slug)
-    with transaction.atomic():
-        job = ranking_services.job_index_create(collection=collection, user=request.user)
-    return redirect("job-detail", pk=job.pk)

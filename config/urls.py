@@ -20,13 +20,13 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("collections/", views.collection_list, name="collection-list"),
     path("collections/<slug:slug>/", views.collection_detail, name="collection-detail"),
-    path("collections/<slug:slug>/search/", views.search, name="search"),
+    path("collections/<slug:slug>/search/", ranking_views.search, name="search"),
     path(
         "collections/<slug:slug>/documents/<id:pk>/",
         views.document_detail,
         name="document-detail",
     ),
-    path("collections/<slug:slug>/index/", views.index_rebuild, name="index-rebuild"),
+    path("collections/<slug:slug>/index/", ranking_views.index_rebuild, name="index-rebuild"),
     path("import/", views.import_page, name="import"),
     path("jobs/<id:pk>/", views.job_detail, name="job-detail"),
     # Judging
@@ -53,7 +53,7 @@ urlpatterns = [
     ),
     path("annotate/<slug:slug>/export/", lead.export, name="project-export"),
     path("annotate/<slug:slug>/export/qrels.txt", lead.export_qrels, name="project-export-qrels"),
-    path("annotate/<slug:slug>/pool/", lead.pool_start, name="project-pool"),
+    path("annotate/<slug:slug>/pool/", ranking_views.pool_start, name="project-pool"),
     path("annotate/<slug:slug>/learning/", ranking_views.learning_page, name="learning"),
     path(
         "annotate/<slug:slug>/learning/<id:plan_id>/pause/",

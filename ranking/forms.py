@@ -88,3 +88,10 @@ class ClassifierForm(forms.Form):
         if data.get("source") == "categories" and not data.get("categories", "").strip():
             raise forms.ValidationError("Give the category codes that stand for sensitive.")
         return data
+
+
+class SearchForm(forms.Form):
+    """A collection's search box (a lead's or an archivist's)."""
+
+    q = forms.CharField(max_length=500, required=False, label="Search")
+    page = forms.IntegerField(min_value=1, max_value=50, required=False)

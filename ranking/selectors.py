@@ -343,3 +343,37 @@ def stopping_report(*, project: AnnotationProject) -> list[dict]:
             )
     out.sort(key=lambda row: row["topic"])  # stable: each plan's rules stay in order
     return out
+
+
+def learning_task_closed(*, task) -> str | None:
+    """Return why an actively chosen task takes no more judgments (its topic's plan spent
+    its budget or stopped), or None while the plan still wants it (annotate's
+    ``learning_task_closed`` hook)."""
+    plan = LearningPlan.objects.filter(
+        project_id=task.project_id, topic_id=task.topic_id, round_id=task.round_id
+    ).first()
+    if plan is None or plan.status != LearningPlan.Status.FINISHED:
+        return None
+    return (
+        "Active learning on this topic has spent its budget"
+        f"{f' ({plan.status_message})' if plan.status_message else ''}: "
+        "this task needs no more judgments."
+    )
+
+
+def learning_plans_summary(*, project: AnnotationProject) -> list[dict]:
+    """Return the project's learning plans as the judging page's idle notice shows them:
+    topic number, status, message (annotate's ``learning_plans`` hook)."""
+    return [
+        {"topic": p.topic.number, "status": p.status, "message": p.status_message}
+        for p in LearningPlan.objects.filter(project=project).select_related("topic")
+    ]
+
+
+def machine_labels_list(*, project: AnnotationProject) -> list[tuple]:
+    """Return the project's machine labels as ``(topic number, docid, relevant,
+    probability, model version)`` (annotate's ``machine_labels`` hook, for hybrid qrels)."""
+    return [
+        (m.topic.number, m.document.docid, m.relevant, m.probability, m.model_version)
+        for m in MachineLabel.objects.filter(project=project).select_related("topic", "document")
+    ]

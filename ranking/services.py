@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotate.hooks import SearchUnavailable
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import Collection, Document, Job
 from annotate.selectors import collection_index_documents
@@ -239,7 +240,9 @@ def near_duplicate_groups(*, collection: Collection, docids: list[str]) -> list[
     return index.collapse(docids)
 
 
-class IndexNotReady(RuntimeError):
+class IndexNotReady(SearchUnavailable):
+    """The collection has no built index yet."""
+
     def __init__(self, collection: Collection):
         super().__init__(f"collection {collection.slug!r} has no index yet; build it first")
         self.collection = collection
@@ -285,6 +288,19 @@ def collection_search(
     )
     stems = query_stems(query, lucene.stem)
     return [SearchResult(doc, score, result_snippet(doc, stems)) for doc, score in ranked]
+
+
+def collection_top_documents(*, collection: Collection, query: str, k: int) -> list[Document]:
+    """Return the collection's first ``k`` documents for ``query``, best first (BM25); what
+    annotate's ``ranked_documents`` hook asks for when a round's tasks come from a search.
+    Raises ``IndexNotReady`` (a ``SearchUnavailable``) before the first index build."""
+    ranked = collection_ranked_documents(
+        collection=collection,
+        query=query,
+        documents=Document.objects.filter(collection=collection),
+        k=k,
+    )
+    return [doc for doc, _score in ranked]
 
 
 def job_index_create(*, collection: Collection, user=None) -> Job:

@@ -11,10 +11,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotate import roles
+from annotate import selectors as annotate_selectors
 from annotate.models import AnnotationProject, Collection, Document, Topic
 from core import active
-from ranking import learning, selectors
-from ranking.forms import ClassifierForm, LearningPlanForm, TopicForm
+from core.params import id_param
+from ranking import learning, pooling, selectors, services
+from ranking.forms import ClassifierForm, LearningPlanForm, SearchForm, TopicForm
 from ranking.models import LearningPlan
 from ranking.services import IndexNotReady, collection_search
 
@@ -317,3 +319,74 @@ def classifiers(request, slug):
             "jobs": jobs,
         },
     )
+
+
+# Pages of a collection that drive ranking: its search, its index, pooling a project's
+# topics (the collection's other pages are annotate's).
+SEARCH_PAGE = 20
+
+
+def _browsable_collection(request, slug) -> Collection:
+    return get_object_or_404(annotate_selectors.collections_for_user(request.user), slug=slug)
+
+
+@roles.role_required(roles.LEAD, roles.ARCHIVIST)
+def search(request, slug):
+    """Search a collection: BM25 results with snippets, a page at a time."""
+    collection = _browsable_collection(request, slug)
+    form = SearchForm(request.GET or None)
+    results, error, page = [], None, 1
+    if form.is_valid() and form.cleaned_data["q"].strip():
+        page = form.cleaned_data.get("page") or 1
+        try:
+            results = collection_search(
+                collection=collection,
+                query=form.cleaned_data["q"],
+                documents=annotate_selectors.documents_for_user(request.user),
+                k=SEARCH_PAGE,
+                offset=(page - 1) * SEARCH_PAGE,
+            )
+        except IndexNotReady:
+            error = "This collection has no search index yet. A lead can build it."
+    context = {
+        "collection": collection,
+        "form": form,
+        "results": results,
+        "error": error,
+        "page": page,
+        "has_next": len(results) == SEARCH_PAGE,
+        "query": form.data.get("q", ""),
+        "first_rank": (page - 1) * SEARCH_PAGE + 1,
+    }
+    template = "ranking/_search_results.html" if request.htmx else "ranking/search.html"
+    return render(request, template, context)
+
+
+@require_POST
+@roles.role_required(roles.LEAD)
+def index_rebuild(request, slug):
+    """Queue a rebuild of the collection's index and features."""
+    collection = _browsable_collection(request, slug)
+    with transaction.atomic():
+        job = services.job_index_create(collection=collection, user=request.user)
+    return redirect("job-detail", pk=job.pk)
+
+
+@require_POST
+@lead_required
+def pool_start(request, slug):
+    """Pool the project's topics with twelve systems into one of its open rounds (a job)."""
+    project = get_object_or_404(AnnotationProject, slug=slug)
+    round_ = project.rounds.filter(pk=id_param(request.POST.get("round")), is_open=True).first()
+    depth = id_param(request.POST.get("depth"))
+    if round_ is None or depth is None or not 1 <= depth <= 1000:
+        messages.error(request, "Choose an open round and a depth between 1 and 1000.")
+        return redirect("judging-dashboard", slug=project.slug)
+    if project.collection.indexed_version is None:
+        messages.error(request, "The collection has no index yet: build it first.")
+        return redirect("judging-dashboard", slug=project.slug)
+    with transaction.atomic():
+        job = pooling.job_pool_create(
+            project=project, round_=round_, depth=depth, user=request.user
+        )
+    return redirect("job-detail", pk=job.pk)

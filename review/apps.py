@@ -6,7 +6,7 @@ class ReviewConfig(AppConfig):
     verbose_name = "Search and archivist review"
 
     def ready(self):
-        from annotate.audit import audit_recorder_set
+        from annotate import hooks
         from ranking import classifier
         from review import (
             selectors,
@@ -23,4 +23,4 @@ class ReviewConfig(AppConfig):
         classifier.report_lines_add(selectors.pending_reviews)
         # Edits, adjudications, imports and exports are logged with the searches; annotate
         # does not import review.
-        audit_recorder_set(services.audit)
+        hooks.audit_record.connect(services.audit)

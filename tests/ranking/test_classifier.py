@@ -235,3 +235,31 @@ def test_the_classifier_reads_each_message_with_its_attachments_in_order(db, tmp
         assert message.attachments == " ".join(a.filename + " " + a.text for a in atts)
         with_attachments += bool(atts)
     assert with_attachments >= 3
+
+
+def test_a_classifier_file_pickled_under_the_old_module_names_still_loads(tmp_path):
+    """Files written before the pure core moved out of ranking (issue 32) name
+    ``ranking.sensitivity.Featurizer``; they load, and the old name is gone afterwards."""
+    import sys
+
+    import joblib
+
+    from core import sensitivity
+
+    featurizer = sensitivity.Featurizer.__new__(sensitivity.Featurizer)
+    featurizer.names = ["w:salary", "w:lunch"]
+    cls = sensitivity.Featurizer
+    sys.modules["ranking.sensitivity"] = sensitivity
+    cls.__module__ = "ranking.sensitivity"
+    try:
+        path = tmp_path / "v1.joblib"
+        joblib.dump({"featurizer": featurizer, "docids": ["a"], "scores": [0.25]}, path)
+    finally:
+        cls.__module__ = "core.sensitivity"
+        del sys.modules["ranking.sensitivity"]
+    assert b"ranking.sensitivity" in path.read_bytes()
+    classifier._stored.cache_clear()
+    stored = classifier._stored(str(path))
+    assert stored.names == ["w:salary", "w:lunch"]
+    assert stored.p == {"a": 0.25}
+    assert "ranking.sensitivity" not in sys.modules
