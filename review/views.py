@@ -19,13 +19,13 @@ from annotate import entities, roles
 from annotate import selectors as annotate_selectors
 from annotate.exports import csv_safe
 from annotate.models import Collection, Document, Lexicon, Persona
-from core.params import id_param, id_params
 from core import explain, lucene
 from core.highlight import query_stems
+from core.params import id_param, id_params
 from core.recognisers import lexicon_terms
 from ranking.classifier import stored_scores
 from ranking.services import result_snippet
-from review import copies, exposure, redaction, selectors, services
+from review import copies, exposure, redaction, releases, selectors, services
 from review.audit import audit_described
 from review.models import (
     AuditEvent,
@@ -413,10 +413,10 @@ def redact(request, persona_id, document_id):
                 until=until,
                 note=note,
             )
-            services.review_decide(
+            releases.review_decide(
                 archivist=request.user, persona=persona, document=doc, kind="release", note=note
             )
-    except (redaction.RedactionError, services.DecisionError) as exc:
+    except (redaction.RedactionError, releases.DecisionError) as exc:
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     messages.success(
@@ -568,7 +568,7 @@ def _decision_fields(request) -> dict:
     """The decision form's kind, end date and note; ``DecisionError`` for a bad date."""
     return {
         "kind": request.POST.get("kind", ""),
-        "until": _end_date(request.POST.get("until", ""), services.DecisionError),
+        "until": _end_date(request.POST.get("until", ""), releases.DecisionError),
         "note": request.POST.get("note", ""),
     }
 
@@ -635,10 +635,10 @@ def group_decide(request):
     if held and not items:
         return redirect("review-queue")
     try:
-        outcome = services.review_decide_group(
+        outcome = releases.review_decide_group(
             archivist=request.user, items=items, **_decision_fields(request)
         )
-    except services.DecisionError as exc:
+    except releases.DecisionError as exc:
         messages.error(request, str(exc))
         return redirect("review-queue")
     n = len(outcome.decided)
@@ -664,11 +664,11 @@ def decide(request, persona_id, document_id):
             # never released silently with words redacted elsewhere: a person chooses
             if request.POST.get("elsewhere") not in ("redact", "show"):
                 words = ", ".join(f"“{e['text']}”" for e in held)
-                raise services.DecisionError(
+                raise releases.DecisionError(
                     f"Not released: it holds {words}, redacted in another document. Choose "
                     "to redact it here too, or to release it readable."
                 )
-            copies.release_with_elsewhere(
+            releases.release_with_elsewhere(
                 archivist=request.user,
                 persona=persona,
                 document=doc,
@@ -676,8 +676,8 @@ def decide(request, persona_id, document_id):
                 note=fields["note"],
             )
         else:
-            services.review_decide(archivist=request.user, persona=persona, document=doc, **fields)
-    except (services.DecisionError, redaction.RedactionError) as exc:
+            releases.review_decide(archivist=request.user, persona=persona, document=doc, **fields)
+    except (releases.DecisionError, redaction.RedactionError) as exc:
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     done = _DONE.get(request.POST["kind"], "Decided on")
@@ -707,10 +707,10 @@ def reopen(request, persona_id, document_id):
     persona = get_object_or_404(Persona, pk=persona_id)
     doc = get_object_or_404(Document, pk=document_id)
     try:
-        services.review_reopen(
+        releases.review_reopen(
             lead=request.user, persona=persona, document=doc, note=request.POST.get("note", "")
         )
-    except services.DecisionError as exc:
+    except releases.DecisionError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, "Reopened: the document will be asked about again if uncertain.")
