@@ -6,7 +6,7 @@ Every decision is a ``Decision`` row and a ``decision`` audit row written in one
 with the requests it resolves (G9); a retrain is asked for after ``retrain_every`` of them.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 
 from django.db import transaction
@@ -22,7 +22,12 @@ from review.selectors import decisions_in_force_kinds
 
 
 class DecisionError(ValueError):
-    """A decision that cannot be recorded; the message says why."""
+    """A decision that cannot be recorded; the message says why. ``held``: the documents a
+    group's release had left out before it was refused (``review_decide_group``)."""
+
+    def __init__(self, message: str, held: list[Document] | None = None):
+        super().__init__(message)
+        self.held = held or []
 
 
 def _decision_check(*, kind: str, until: date | None, note: str) -> None:
@@ -87,6 +92,8 @@ def review_decide(
 class GroupOutcome:
     decided: list[Decision]
     skipped: list[tuple[Document, str]]  # (document, why it was not decided)
+    # not released: they hold words redacted in another document (``review_decide_document``)
+    held: list[Document] = field(default_factory=list)
 
 
 def review_decide_group(
@@ -102,12 +109,28 @@ def review_decide_group(
     its requests resolved), all in one transaction, plus one ``group-decision`` audit row
     naming them. A document is skipped, and said why, when it is no longer pending (another
     archivist decided it since the page was shown) or when this archivist has not viewed it
-    since it was queued: a group decision is for documents seen, never for ones only listed."""
-    if not items:
-        raise DecisionError("choose at least one document of the group")
-    if len(items) > 500:
-        raise DecisionError("a group decision covers at most 500 documents")
-    _decision_check(kind=kind, until=until, note=note)
+    since it was queued: a group decision is for documents seen, never for ones only listed.
+
+    A release leaves out, in ``held``, the documents holding words redacted in another
+    document: those are released only on their own page, redacted or readable as a person
+    chooses (``review_decide_document``). When every one is held, nothing is decided and
+    nothing refused; a refusal of the rest (``DecisionError``) names them too."""
+    held = []
+    if kind == Decision.Kind.RELEASE:
+        held = [(p, d) for p, d in items if copies.held_elsewhere(persona=p, document=d)]
+        items = [i for i in items if i not in held]
+    held_documents = [d for _p, d in held]
+    if held and not items:
+        return GroupOutcome([], [], held_documents)
+    try:
+        if not items:
+            raise DecisionError("choose at least one document of the group")
+        if len(items) > 500:
+            raise DecisionError("a group decision covers at most 500 documents")
+        _decision_check(kind=kind, until=until, note=note)
+    except DecisionError as exc:
+        exc.held = held_documents
+        raise
     decided, skipped = [], []
     with transaction.atomic():
         for persona, document in items:
@@ -151,12 +174,12 @@ def review_decide_group(
                 documents=[d.document_id for d in decided],
                 skipped=[doc.pk for doc, _why in skipped],
             )
-    return GroupOutcome(decided, skipped)
+    return GroupOutcome(decided, skipped, held_documents)
 
 
 def release_with_elsewhere(
     *, archivist, persona: Persona, document: Document, choice: str, note: str = ""
-) -> None:
+) -> Decision:
     """Release a document holding strings redacted elsewhere, as a person chose: ``redact``
     them here too (a new redaction version), or ``show`` them (a version that records the
     choice, ``shows_elsewhere``; audited ``redaction-show-elsewhere``)."""
@@ -178,9 +201,94 @@ def release_with_elsewhere(
             redaction.shows_elsewhere_save(
                 user=archivist, persona=persona, document=document, texts=[e["text"] for e in held]
             )
+        return review_decide(
+            archivist=archivist, persona=persona, document=document, kind="release", note=note
+        )
+
+
+def review_decide_document(
+    *,
+    archivist,
+    persona: Persona,
+    document: Document,
+    kind: str,
+    until: date | None = None,
+    note: str = "",
+    elsewhere: str = "",
+) -> Decision:
+    """Record the archivist's decision on one document from its review page. A document
+    holding words redacted in another document is never released silently: its release
+    waits for a person's choice, ``elsewhere``: ``redact`` them here too or ``show`` them
+    (``release_with_elsewhere``); any other decision is ``review_decide``."""
+    held = kind == Decision.Kind.RELEASE and copies.held_elsewhere(
+        persona=persona, document=document
+    )
+    if not held:
+        return review_decide(
+            archivist=archivist,
+            persona=persona,
+            document=document,
+            kind=kind,
+            until=until,
+            note=note,
+        )
+    if elsewhere not in ("redact", "show"):
+        words = ", ".join(f"“{e['text']}”" for e in held)
+        raise DecisionError(
+            f"Not released: it holds {words}, redacted in another document. Choose "
+            "to redact it here too, or to release it readable."
+        )
+    return release_with_elsewhere(
+        archivist=archivist, persona=persona, document=document, choice=elsewhere, note=note
+    )
+
+
+def review_redact_release(
+    *,
+    archivist,
+    persona: Persona,
+    document: Document,
+    spans: list[dict],
+    phrases: list[str],
+    reason: str,
+    until: date | None = None,
+    note: str = "",
+) -> redaction.Redaction:
+    """Release a redacted copy of the document: the spans ticked (``field``, ``start``,
+    ``end``, ``kind``) and every writing of the phrases typed (at most 100), all with the
+    ``reason``, saved as a new version of its redaction and the release recorded, in one
+    transaction (a searcher never sees it unredacted). A typed phrase the subject and body
+    do not hold refuses the whole redaction: releasing it would let the archivist believe
+    the phrase hidden."""
+    spans = [{**s, "reason": reason} for s in spans]
+    missing = []
+    for phrase in phrases[:100]:
+        found = redaction.phrase_spans(document, [phrase])
+        missing += [] if found else [phrase]
+        spans += [{**s, "reason": reason} for s in found]
+    if missing:
+        names = ", ".join(f"“{p[:60]}”" for p in missing[:5])
+        raise redaction.RedactionError(
+            f"Nothing was redacted or released: {names} "
+            f"{'is' if len(missing) == 1 else 'are'} not in this message's subject or body "
+            "(in any writing: any case, spacing or punctuation). Check the spelling, or tick "
+            "what the recognisers found."
+        )
+    if not spans:
+        raise redaction.RedactionError("Choose the spans to redact, or type the words, first.")
+    with transaction.atomic():
+        made = redaction.redaction_save(
+            archivist=archivist,
+            persona=persona,
+            document=document,
+            spans=spans,
+            until=until,
+            note=note,
+        )
         review_decide(
             archivist=archivist, persona=persona, document=document, kind="release", note=note
         )
+    return made
 
 
 def review_reopen(*, lead, persona: Persona, document: Document, note: str = "") -> Decision:

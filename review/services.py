@@ -340,3 +340,15 @@ def review_group_viewed(*, archivist, items: list[tuple[Persona, Document]]) -> 
                 role="archivist",
                 via="group",
             )
+
+
+def review_item_viewed(*, archivist, document: Document) -> None:
+    """Record that the archivist opened a queued document on its review page (``view``)."""
+    with transaction.atomic():
+        audit(
+            user=archivist,
+            action="view",
+            collection=document.collection,
+            document=document,
+            role="archivist",
+        )
