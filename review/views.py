@@ -7,8 +7,6 @@ import math
 from datetime import date, timedelta
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.db import IntegrityError
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -16,51 +14,20 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotate import entities, roles
-from annotate import selectors as annotate_selectors
 from annotate.exports import csv_safe
-from annotate.models import Collection, Lexicon, Persona
+from annotate.models import Collection
 from core import explain, lucene
 from core.highlight import query_stems
-from core.params import id_param, id_params
-from core.recognisers import lexicon_terms
+from core.params import id_params
 from ranking.classifier import stored_scores
 from ranking.services import result_snippet
 from review import copies, exposure, redaction, releases, selectors, services
 from review.audit import audit_described
-from review.models import (
-    Decision,
-    Exposure,
-)
+from review.models import Decision, Exposure
 
 searcher_required = roles.role_required(roles.SEARCHER)
 archivist_required = roles.role_required(roles.ARCHIVIST)
 lead_required = roles.role_required(roles.LEAD)
-
-
-@login_required
-def home(request):
-    """Show each of the user's roles what it can do now, from the data: a searcher the
-    collections open for search, an archivist the queue, a lead and an archivist the
-    collections, an annotator their projects. Nothing a searcher sees here depends on
-    hidden documents (no counts of documents, pending or withheld)."""
-    user_roles = roles.user_roles(request.user)
-    context = {
-        "collections": annotate_selectors.collections_for_user(request.user),
-        "projects": annotate_selectors.projects_for_user(request.user),
-        "published": [],
-        "queue": None,
-        "notice": None,
-    }
-    if roles.SEARCHER in user_roles:
-        context["published"] = selectors.collections_published()
-        context["notice"] = selectors.search_notice(publication=None)
-    if roles.ARCHIVIST in user_roles:
-        context["queue"] = selectors.review_queue_summary()
-    if roles.LEAD in user_roles:
-        context["loop_collections"] = Collection.objects.filter(publication__isnull=False).order_by(
-            "name"
-        )
-    return render(request, "annotate/home.html", context)
 
 
 def _found(found):
@@ -481,42 +448,6 @@ def redaction_revert(request, persona_id, document_id):
         what = "no redaction" if not made.spans else f"the spans of version {to_version}"
         messages.success(request, f"{doc.docid}: now {what} (version {made.version}).")
     return redirect("review-redactions")
-
-
-@require_http_methods(["GET", "HEAD", "POST"])
-@lead_required
-def lexicons(request):
-    """Each persona's own sensitive terms, which the recognisers find (lead)."""
-    if request.method == "POST":
-        persona = Persona.objects.filter(pk=id_param(request.POST.get("persona", "")) or 0).first()
-        lexicon = None
-        if persona is not None and request.POST.get("lexicon"):
-            lexicon = Lexicon.objects.filter(
-                pk=id_param(request.POST["lexicon"]) or 0, persona=persona
-            ).first()
-        if persona is None or (request.POST.get("lexicon") and lexicon is None):
-            messages.error(request, "The lexicon was not saved: no such persona or list.")
-            return redirect("review-lexicons")
-        try:
-            entities.lexicon_save(
-                persona=persona,
-                name=request.POST.get("name", ""),
-                terms=request.POST.get("terms", ""),
-                lexicon=lexicon,
-            )
-        except (ValueError, IntegrityError) as exc:
-            messages.error(request, f"The lexicon was not saved: {exc}")
-        else:
-            messages.success(
-                request, "Saved. The worker is finding its terms in every collection again."
-            )
-        return redirect("review-lexicons")
-    personas = list(Persona.objects.prefetch_related("lexicons").order_by("name"))
-    for persona in personas:
-        for lexicon in persona.lexicons.all():  # every term in sight: the box fits them
-            lexicon.lines = lexicon.terms.count("\n") + 2
-            lexicon.n_terms = len(lexicon_terms(lexicon.terms))
-    return render(request, "review/lexicons.html", {"personas": personas})
 
 
 _DONE = {"release": "Released", "withhold": "Withheld", "not_relevant": "Marked not relevant:"}

@@ -185,13 +185,16 @@ def test_no_two_packages_import_each_other():
 
 def test_the_core_imports_no_app_and_no_framework():
     edges = graph()
-    assert sorted(
-        f"{a} -> {b}"
-        for a, targets in edges.items()
-        if a.split(".")[0] == "core"
-        for b in targets
-        if b in FRAMEWORKS or b.split(".")[0] != "core"
-    ) == []
+    assert (
+        sorted(
+            f"{a} -> {b}"
+            for a, targets in edges.items()
+            if a.split(".")[0] == "core"
+            for b in targets
+            if b in FRAMEWORKS or b.split(".")[0] != "core"
+        )
+        == []
+    )
 
 
 @pytest.mark.parametrize(
