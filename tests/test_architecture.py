@@ -34,7 +34,7 @@ LAYERS = [
         SERVICES,
     ),
     (r"ranking\.(services|selectors|pooling|learning|classifier|check_samples)", SERVICES),
-    (r"review\.(services|selectors|visibility|audit|exposure|redaction|copies)", SERVICES),
+    (r"review\.(services|releases|selectors|visibility|audit|exposure|redaction|copies)", SERVICES),
     # what a request, a worker or a command enters through
     (
         r"(annotate|ranking|review)\.(views|api|judging_api|lead_api|judging|lead|forms|admin|apps"
