@@ -6,5 +6,7 @@ class AnnotateConfig(AppConfig):
     verbose_name = "Collections and annotation"
 
     def ready(self):
-        from annotate import tasks  # noqa: F401 - registers the entry points services queue by name
-        from annotate import checks  # noqa: F401 - registers the deployment checks
+        from annotate import (
+            checks,  # noqa: F401 - registers the deployment checks
+            tasks,  # noqa: F401 - registers the entry points services queue by name
+        )

@@ -21,8 +21,8 @@ from annotate import jobs, judgments, projects, roles, selectors
 from annotate.entities import document_entity_view
 from annotate.forms import ProjectForm, TasksForm
 from annotate.models import Answer, Judgment
-from core.params import id_param, id_params
 from core.highlight import light_stem, query_stems
+from core.params import id_param, id_params
 
 annotator_required = roles.role_required(roles.ANNOTATOR)
 

@@ -11,8 +11,8 @@ from django.views.decorators.http import require_POST, require_safe
 from annotate import charts, exports, judgments, labels, roles, selectors
 from annotate.audit import audit_record
 from annotate.models import AnnotationProject, Judgment, Task
-from core.params import id_param
 from core import agreement
+from core.params import id_param
 from ranking import pooling
 
 lead_required = roles.role_required(roles.LEAD)

@@ -19,9 +19,9 @@ from annotate import entities, roles
 from annotate import selectors as annotate_selectors
 from annotate.exports import csv_safe
 from annotate.models import Collection, Document, Lexicon, Persona
-from core.params import id_param, id_params
 from core import explain, lucene
 from core.highlight import query_stems
+from core.params import id_param, id_params
 from core.recognisers import lexicon_terms
 from ranking.classifier import stored_scores
 from ranking.services import result_snippet
