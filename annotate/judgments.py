@@ -203,7 +203,7 @@ def task_claim(
         # expired leases just came back
         assignment = _claim_free_task(user, project, preload=preload)
     if assignment is None:
-        from ranking.learning import queue_top_up
+        from ranking.learning_queue import queue_top_up
 
         if queue_top_up(project=project):  # a retrain is late: the previous model's picks
             assignment = _claim_free_task(user, project, preload=preload)
@@ -435,7 +435,7 @@ def judgment_submit(
             cursor.execute(_SUBMIT_LEASE_SQL, params)
             cursor.execute(_SUBMIT_COUNT_SQL, params)
             if source in (Task.Source.ACTIVE, Task.Source.SEED):
-                from ranking.learning import learning_judged
+                from ranking.learning_plans import learning_judged
 
                 learning_judged(project_id=project_id, topic_id=topic_id)
     except IntegrityError:

@@ -197,7 +197,7 @@ def test_the_demo_active_learning_project_has_the_demo_guidelines(
     importers.personas_import(path=demo.DEMO_DIR / "personas.json")
     users = [make_user(f"demo-a{i}", roles.ANNOTATOR) for i in (1, 2)]
     # The plan itself needs the Lucene index; this test is about the project.
-    monkeypatch.setattr("ranking.learning.learning_plan_create", lambda **kw: None)
+    monkeypatch.setattr("ranking.learning_plans.learning_plan_create", lambda **kw: None)
     demo.Command().create_learning_project(sample_collection, users, sample_collection.topics)
     project = AnnotationProject.objects.get(name="Demo active learning")
     assert project.guidelines == (demo.DEMO_DIR / "guidelines.md").read_text()
