@@ -29,7 +29,8 @@ LAYERS = [
     (r"annotate\.(roles|bulk)", DATA),  # bulk: inserting many rows (COPY on PostgreSQL)
     # writes and reads
     (
-        r"annotate\.(services|selectors|jobs|projects|judgments|labels|exports|charts|importers"
+        r"annotate\.(services|selectors|jobs|projects|judgments|labels|exports|charts|import_report"
+        r"|import_documents|import_emails|import_smart|import_topics|import_labels|import_personas"
         r"|audit|threads|entities|hooks)",
         SERVICES,
     ),
