@@ -166,7 +166,7 @@ def bench_demo(repeat: int) -> None:
         queued.append(done["seconds_to_queue"])
         inner.append(LearningModel.objects.filter(plan=plan).latest().seconds)
         state = learning_state.plan_state(plan)
-        _m, row_of, _c = learning_state.plan_rows(plan)
+        row_of = learning_state.plan_rows(plan).row_of
         rows = list(learning_state.document_rows(plan, row_of, state.labels).items())
         judged = [r for _d, r in rows]
         labels = [int(state.labels[d] >= 1) for d, _r in rows]
