@@ -96,7 +96,7 @@ def collection_entities_detect(
         return total
     import multiprocessing
 
-    # forkserver, not fork: see annotate.importers._iter_parallel (a JVM's threads)
+    # forkserver, not fork: see annotate.import_emails._iter_parallel (a JVM's threads)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["core.recognisers", "core.names"])
     total, pending = 0, []
