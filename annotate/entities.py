@@ -96,7 +96,7 @@ def collection_entities_detect(
         return total
     import multiprocessing
 
-    # forkserver, not fork: see annotate.importers._iter_parallel (a JVM's threads)
+    # forkserver, not fork: see annotate.import_emails._iter_parallel (a JVM's threads)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["core.recognisers", "core.names"])
     total, pending = 0, []
@@ -186,3 +186,22 @@ KIND_WORDS = recognisers.KINDS
 # (a correspondent's name is often the point of keeping a message) and the lexicons' words
 # are offered unticked, for the archivist to judge.
 SUGGESTED = frozenset({"card", "iban", "account", "national_id", "dob"})
+
+
+def personas_with_lexicons() -> list[Persona]:
+    """Every persona by name, with its lexicons (prefetched)."""
+    return list(Persona.objects.prefetch_related("lexicons").order_by("name"))
+
+
+def lexicon_target(
+    *, persona_id: int, lexicon_id: int | None = None
+) -> tuple[Persona, Lexicon | None] | None:
+    """The persona a lead's lexicon form names and, with ``lexicon_id``, its lexicon to
+    change; None when either is not found (a lexicon of another persona is not found)."""
+    persona = Persona.objects.filter(pk=persona_id).first()
+    if persona is None:
+        return None
+    if lexicon_id is None:
+        return persona, None
+    lexicon = Lexicon.objects.filter(pk=lexicon_id, persona=persona).first()
+    return None if lexicon is None else (persona, lexicon)

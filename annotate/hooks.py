@@ -69,12 +69,12 @@ audit_record = Hook("audit_record", required=True)
 
 # A judgment of a task that active learning or a seed walk chose was stored:
 # ``(project_id=, topic_id=)``, called inside the judgment's transaction. Ranking connects
-# ``ranking.learning.learning_judged`` (it queues the topic's next learning step after the
+# ``ranking.learning_plans.learning_judged`` (it queues the topic's next learning step after the
 # commit).
 learning_task_judged = Hook("learning_task_judged")
 
 # An annotator's queue is empty: ``(project=) -> bool``, true when tasks were added.
-# Ranking connects ``ranking.learning.queue_top_up`` (the previous model's next picks when
+# Ranking connects ``ranking.learning_queue.queue_top_up`` (the previous model's next picks when
 # a retrain is late).
 queue_empty = Hook("queue_empty", default=False)
 

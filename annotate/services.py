@@ -11,9 +11,15 @@ from django.contrib.auth.models import Group, Permission, User
 from django.db.models import Max
 from django.utils import timezone
 
-from annotate import hooks, importers, roles
+from annotate import hooks, roles
 from annotate.entities import collection_entities_detect
 from annotate.hooks import audit_record
+from annotate.import_emails import collection_import_emails
+from annotate.import_labels import qrels_import, sensitivity_import
+from annotate.import_personas import personas_import
+from annotate.import_report import ImportReport
+from annotate.import_smart import collection_import_smart
+from annotate.import_topics import topics_import
 from annotate.jobs import JobProgress, job_finish, job_queue, job_running, job_start
 from annotate.models import (
     Collection,
@@ -126,7 +132,7 @@ def import_run(
     persona: Persona | None = None,
     progress=None,
     workers: int = 1,
-) -> importers.ImportReport:
+) -> ImportReport:
     """Dispatch one import by format name (the formats of ``IMPORT_FORMATS``); ``workers``:
     processes parsing a folder of mail files in parallel."""
     path = Path(path)
@@ -134,11 +140,11 @@ def import_run(
         # ids only grow: the documents this import stores are those above the largest now
         before = Document.objects.aggregate(last=Max("id"))["last"] or 0
         if fmt == "emails":
-            report = importers.collection_import_emails(
+            report = collection_import_emails(
                 collection=collection, path=path, label=label, progress=progress, workers=workers
             )
         else:
-            report = importers.collection_import_smart(
+            report = collection_import_smart(
                 collection=collection, path=path, label=label, progress=progress
             )
         if report.created:
@@ -150,7 +156,7 @@ def import_run(
         return report
     if fmt.startswith("topics-"):
         kind = fmt.removeprefix("topics-")
-        return importers.topics_import(
+        return topics_import(
             collection=collection,
             path=path,
             label=label,
@@ -158,19 +164,17 @@ def import_run(
             number_by="order" if kind == "smart-order" else "id",
         )
     if fmt.startswith("qrels-"):
-        return importers.qrels_import(
+        return qrels_import(
             collection=collection, path=path, fmt=fmt.removeprefix("qrels-"), label=label
         )
     if fmt == "sensitivity":
-        return importers.sensitivity_import(
-            collection=collection, persona=persona, path=path, label=label
-        )
+        return sensitivity_import(collection=collection, persona=persona, path=path, label=label)
     if fmt == "personas":
-        return importers.personas_import(path=path, label=label)
+        return personas_import(path=path, label=label)
     raise ValueError(f"unknown import format {fmt!r}")
 
 
-def _import_execute(job: Job, progress) -> importers.ImportReport:
+def _import_execute(job: Job, progress) -> ImportReport:
     """Run the import a job describes and record its outcome on the job."""
     params = job.params
     persona = Persona.objects.filter(pk=params.get("persona_id")).first()
@@ -235,7 +239,7 @@ def import_recorded(
     label: str | None = None,
     persona: Persona | None = None,
     progress=None,
-) -> tuple[Job, importers.ImportReport]:
+) -> tuple[Job, ImportReport]:
     """Run an import now (command line, demo) and keep its report as a job, like uploads."""
     now = timezone.now()
     job = Job.objects.create(

@@ -4,15 +4,18 @@ page and index rebuild are ranking's: ``ranking/views.py``)."""
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
 
-from annotate import jobs, roles, selectors, services
+from annotate import entities, jobs, roles, selectors, services
 from annotate.forms import ImportForm
 from annotate.models import Collection, Job
 from core import lucene
 from core.highlight import highlight, query_stems
+from core.params import id_param
+from core.recognisers import lexicon_terms
 
 BROWSE = (roles.LEAD, roles.ARCHIVIST)
 browse_required = roles.role_required(*BROWSE)
@@ -110,6 +113,42 @@ def import_page(request):
         return redirect("job-detail", pk=job.pk)
     max_mb = f"{settings.SASC_MAX_IMPORT_FILE_BYTES / (1024 * 1024):.0f} MB"
     return render(request, "annotate/import.html", {"form": form, "max_mb": max_mb})
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@roles.role_required(roles.LEAD)
+def lexicons(request):
+    """Each persona's own sensitive terms, which the recognisers find (lead)."""
+    if request.method == "POST":
+        named = request.POST.get("lexicon")
+        found = entities.lexicon_target(
+            persona_id=id_param(request.POST.get("persona", "")) or 0,
+            lexicon_id=(id_param(named) or 0) if named else None,
+        )
+        if found is None:
+            messages.error(request, "The lexicon was not saved: no such persona or list.")
+            return redirect("review-lexicons")
+        persona, lexicon = found
+        try:
+            entities.lexicon_save(
+                persona=persona,
+                name=request.POST.get("name", ""),
+                terms=request.POST.get("terms", ""),
+                lexicon=lexicon,
+            )
+        except (ValueError, IntegrityError) as exc:
+            messages.error(request, f"The lexicon was not saved: {exc}")
+        else:
+            messages.success(
+                request, "Saved. The worker is finding its terms in every collection again."
+            )
+        return redirect("review-lexicons")
+    personas = entities.personas_with_lexicons()
+    for persona in personas:
+        for lexicon in persona.lexicons.all():  # every term in sight: the box fits them
+            lexicon.lines = lexicon.terms.count("\n") + 2
+            lexicon.n_terms = len(lexicon_terms(lexicon.terms))
+    return render(request, "annotate/lexicons.html", {"personas": personas})
 
 
 @roles.role_required(roles.LEAD)

@@ -7,7 +7,7 @@
    scikit-learn ``LogisticRegression.fit`` on the judged rows plus ``predict_proba`` on the
    matrix already in memory.
 2. The demo collection (SpamAssassin ham, about 4,100 messages): the engine's whole step
-   (``ranking.learning.learning_step``: read the judgments, train both classifiers, score,
+   (``ranking.learning_step.learning_step``: read the judgments, train both classifiers, score,
    store the version, queue the next batch; then write the machine labels) after every
    batch of 10 judgments, against the same floor on the collection's matrix.
 
@@ -110,7 +110,7 @@ def bench_demo(repeat: int) -> None:
     collection = demo_collection("active")
     from annotate import judgments, projects, roles, services
     from annotate.models import Persona, Task, Topic
-    from ranking import learning
+    from ranking import learning_plans, learning_state, learning_step
     from ranking.models import LearningModel, LearningPlan
     from ranking.services import collection_features
 
@@ -135,15 +135,15 @@ def bench_demo(repeat: int) -> None:
     relevant = [d for d in docs if truth(d)][:3]
     other = [d for d in docs if not truth(d)][:3]
     for d in relevant + other:
-        learning.topic_seed_mark(topic=topic, document=d, relevance=truth(d))
-    plan = learning.learning_plan_create(
+        learning_plans.topic_seed_mark(topic=topic, document=d, relevance=truth(d))
+    plan = learning_plans.learning_plan_create(
         project=project,
         topic=topic,
         budget=6 + 10 * (repeat + 2),
         candidates=LearningPlan.Candidates.COLLECTION,
         batch_size=10,
     )
-    learning.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
     print(
         f"demo collection: {matrix.shape[0]:,} messages x {matrix.shape[1]:,} terms, "
         f"{matrix.nnz:,} non-zeros; {sum(truth(d) > 0 for d in docs)} relevant by rule"
@@ -161,13 +161,13 @@ def bench_demo(repeat: int) -> None:
                 active_seconds=1.0,
                 started_at=a.leased_at,
             )
-        done = learning.learning_step(plan_id=plan.pk)
+        done = learning_step.learning_step(plan_id=plan.pk)
         steps.append(done["seconds"])
         queued.append(done["seconds_to_queue"])
         inner.append(LearningModel.objects.filter(plan=plan).latest().seconds)
-        state = learning.plan_state(plan)
-        _m, row_of, _c = learning._rows(plan)
-        rows = list(learning._doc_rows(plan, row_of, state.labels).items())
+        state = learning_state.plan_state(plan)
+        row_of = learning_state.plan_rows(plan).row_of
+        rows = list(learning_state.document_rows(plan, row_of, state.labels).items())
         judged = [r for _d, r in rows]
         labels = [int(state.labels[d] >= 1) for d, _r in rows]
         base.append(statistics.median(timed(lambda j=judged, y=labels: floor(matrix, j, y), 3)))
@@ -175,7 +175,7 @@ def bench_demo(repeat: int) -> None:
     report("demo: retrain + rescore + enqueue (DB)", queued, base)
     report("demo: the same + machine labels (DB)", steps, base)
     report("demo: train + score inside the step", inner, base)
-    print(f"demo: {versions} versions, queue {len(learning.plan_state(plan).queued)} waiting")
+    print(f"demo: {versions} versions, queue {len(learning_state.plan_state(plan).queued)} waiting")
 
 
 def main():

@@ -93,12 +93,12 @@ def main():
     peaks = PeakMemory()
     from django.db import connection
 
-    from annotate import entities, importers, services, threads
+    from annotate import entities, import_documents, import_emails, services, threads
     from annotate.models import Collection, Document
 
-    _timed(importers, "_iter_parallel", "waiting for the parsers", generator=True)
-    _timed(importers._DocumentWriter, "flush", "storing")
-    _timed(importers, "collection_threads_extend", "threading")
+    _timed(import_emails, "_iter_parallel", "waiting for the parsers", generator=True)
+    _timed(import_documents.DocumentWriter, "flush", "storing")
+    _timed(import_documents, "collection_threads_extend", "threading")
     _timed(services, "collection_entities_detect", "entities")
     print(
         f"database {connection.vendor}; {os.cpu_count()} cores; {args.workers} parsing "

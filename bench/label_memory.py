@@ -55,7 +55,7 @@ def main():
     work = django_setup("labels")
     from django.db import connection
 
-    from annotate import importers
+    from annotate import import_labels, import_topics
     from annotate.models import Collection, Document, Topic
 
     collection = Collection.objects.create(name="bench", slug="bench")
@@ -77,7 +77,7 @@ def main():
     print(f"baseline peak RSS: {rss_mb():.0f} MB")
 
     def qrels_import():
-        return importers.qrels_import(collection=collection, path=qrels)
+        return import_labels.qrels_import(collection=collection, path=qrels)
 
     measured("qrels import", qrels_import)
     measured("qrels import again", qrels_import)
@@ -89,7 +89,7 @@ def main():
     before = Topic.objects.count()
     report = measured(
         "topics file, 10^6 lines",
-        lambda: importers.topics_import(collection=collection, path=topics),
+        lambda: import_topics.topics_import(collection=collection, path=topics),
     )
     print(f"  refused: {report.errors[0].reason}")
     print(f"  topics stored before/after: {before}/{Topic.objects.count()}")

@@ -56,7 +56,7 @@ call_command('migrate', verbosity=0)
 call_command('collectstatic', interactive=False, verbosity=0)
 from annotate import projects, roles, services
 from annotate.models import Collection, Document, Persona, Topic
-from ranking.learning import learning_plan_create
+from ranking.learning_plans import learning_plan_create
 from ranking.services import index_recorded
 half, queries, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 services.roles_ensure()

@@ -164,9 +164,6 @@ SASC_MAX_TOPICS_PER_COLLECTION = env_int("SASC_MAX_TOPICS_PER_COLLECTION", 5_000
 SASC_MAX_QRELS_LINES = env_int("SASC_MAX_QRELS_LINES", 2_000_000, minimum=1)
 # The most rows one page of a list API may ask for (?limit=).
 SASC_API_MAX_PAGE_SIZE = env_int("SASC_API_MAX_PAGE_SIZE", 200, minimum=1)
-# Fault injection for the reliability tests (T4): a retrain waits this long between training
-# and recording its version, so a test can kill the worker mid-retrain. 0 in production.
-SASC_FAULT_LEARNING_DELAY_MS = env_int("SASC_FAULT_LEARNING_DELAY_MS", 0, minimum=0)
 # Domains whose addresses count as internal to the donor's organisation (docs/domain.md §6).
 SASC_INTERNAL_DOMAINS = env_list("SASC_INTERNAL_DOMAINS", [])
 # What searchers are told to expect from the archivists (docs/protection.md): one phrase, the

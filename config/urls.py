@@ -6,6 +6,7 @@ from rest_framework.permissions import IsAuthenticated
 
 from annotate import api, judging, judging_api, lead, lead_api, views
 from config.health import health
+from config.home import home
 from config.login import LoginView
 from core.params import IdConverter
 from ranking import views as ranking_views
@@ -14,7 +15,7 @@ from review import views as review_views
 register_converter(IdConverter, "id")
 
 urlpatterns = [
-    path("", review_views.home, name="home"),
+    path("", home, name="home"),
     path("health/", health, name="health"),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -187,7 +188,7 @@ urlpatterns = [
     path("review/group/", review_views.group, name="review-group"),
     path("review/group/decide/", review_views.group_decide, name="review-group-decide"),
     path("review/redactions/", review_views.redactions, name="review-redactions"),
-    path("review/lexicons/", review_views.lexicons, name="review-lexicons"),
+    path("review/lexicons/", views.lexicons, name="review-lexicons"),
     path(
         "review/<id:persona_id>/<id:document_id>/redact/",
         review_views.redact,

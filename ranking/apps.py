@@ -11,7 +11,8 @@ class RankingConfig(AppConfig):
         from annotate import hooks
         from core import lucene
         from ranking import (
-            learning,
+            learning_plans,
+            learning_queue,
             selectors,
             services,
             tasks,  # noqa: F401 - registers the entry points services queue by name
@@ -20,8 +21,8 @@ class RankingConfig(AppConfig):
         lucene.configure(java_home=settings.SASC_JAVA_HOME, heap=settings.SASC_JVM_HEAP)
         # What annotate asks of ranking, by name (annotate/hooks.py; annotate does not
         # import ranking).
-        hooks.learning_task_judged.connect(learning.learning_judged)
-        hooks.queue_empty.connect(learning.queue_top_up)
+        hooks.learning_task_judged.connect(learning_plans.learning_judged)
+        hooks.queue_empty.connect(learning_queue.queue_top_up)
         hooks.learning_task_closed.connect(selectors.learning_task_closed)
         hooks.learning_plans.connect(selectors.learning_plans_summary)
         hooks.machine_labels.connect(selectors.machine_labels_list)

@@ -10,7 +10,9 @@ from django.utils import timezone
 
 from annotate.models import Document, Task
 from core import stopping
-from ranking.learning import PlanError, _enqueue, learning_nudge, plan_state
+from ranking.learning_plans import PlanError, learning_nudge
+from ranking.learning_queue import plan_tasks_add
+from ranking.learning_state import plan_state
 from ranking.models import CheckSample, LearningPlan, PoolEntry
 
 MAX_SAMPLE = 5000
@@ -126,7 +128,7 @@ def check_sample_draw(
         documents = list(Document.objects.filter(pk__in=new).only("id", "docid"))
         order = {d: i for i, d in enumerate(new)}
         documents.sort(key=lambda d: order[d.pk])
-        _enqueue(plan, documents, Task.Source.CHECK)
+        plan_tasks_add(plan, documents, Task.Source.CHECK)
         learning_nudge(plan_id=plan.pk)
     return sample
 

@@ -6,7 +6,13 @@ import numpy as np
 
 from annotate.models import AnnotationProject
 from core import active, stopping
-from ranking.learning import batch_size, plan_state
+from ranking.learning_state import (
+    batch_size,
+    document_rows,
+    plan_rows,
+    plan_state,
+    scores_usable,
+)
 from ranking.models import CheckSample, LearningPlan, MachineLabel
 
 logger = logging.getLogger(__name__)
@@ -235,19 +241,17 @@ def _projected_to_reach(plan, model, state, judged_sample, labels, reached) -> d
     """Further review judgments before the target method and QBCB can stop, going down the
     latest model's ranking: the unreviewed documents it scores above the sample positive
     that the rule still needs (empty when there is no usable model)."""
-    from ranking import learning
-
     if model is None:
         return {}
     try:
-        rows = learning._rows(plan)
-        if not learning._scores_usable(model, rows):
+        rows = plan_rows(plan)
+        if not scores_usable(model, rows):
             return {}
         p = np.load(model.scores_path, mmap_mode="r")
     except Exception as exc:  # a projection is an aid: never break the page for it
         logger.info("plan %s: no projection: %s", plan.pk, exc)
         return {}
-    doc_rows = learning._doc_rows(plan, rows.row_of, [*judged_sample, *state.labels])
+    doc_rows = document_rows(plan, rows.row_of, [*judged_sample, *state.labels])
     taken = {doc_rows[d] for d in state.labels if d in doc_rows} | {
         doc_rows[d] for d in judged_sample if d in doc_rows
     }

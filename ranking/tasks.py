@@ -29,7 +29,8 @@ def learning_step_task(self, plan_id: int) -> None:
     in a few seconds; any other failure is shown on the plan, then raised for the log."""
     from django.db import OperationalError
 
-    from ranking.learning import IndexChanged, learning_step, learning_step_failed
+    from ranking.learning_state import IndexChanged
+    from ranking.learning_step import learning_step, learning_step_failed
 
     try:
         learning_step(plan_id=plan_id)
@@ -50,7 +51,7 @@ def _recover_learning(sender=None, **kwargs) -> None:
     It also marks failed the jobs whose worker died (``annotate.jobs.jobs_fail_stale``)
     and removes the temporary folders of index builds that were killed."""
     from annotate.jobs import jobs_fail_stale
-    from ranking.learning import learning_sweep
+    from ranking.learning_plans import learning_sweep
     from ranking.services import index_temporaries_sweep
 
     for what, sweep in (

@@ -15,7 +15,7 @@ from annotate import selectors as annotate_selectors
 from annotate.models import AnnotationProject, Collection, Document, Topic
 from core import active
 from core.params import id_param
-from ranking import learning, pooling, selectors, services
+from ranking import learning_plans, pooling, selectors, services
 from ranking.forms import ClassifierForm, LearningPlanForm, SearchForm, TopicForm
 from ranking.models import LearningPlan
 from ranking.services import IndexNotReady, collection_search
@@ -37,11 +37,11 @@ def learning_page(request, slug):
         for topic in topics:
             try:
                 with transaction.atomic():
-                    learning.learning_plan_create(
+                    learning_plans.learning_plan_create(
                         project=project, topic=topic, user=request.user, **data
                     )
                 created += 1
-            except learning.PlanError as exc:
+            except learning_plans.PlanError as exc:
                 problems.append(f"Topic {topic.number}: {exc}")
         if created:
             messages.success(request, f"Active learning started for {created} topic(s).")
@@ -63,7 +63,7 @@ def learning_page(request, slug):
 def learning_pause(request, slug, plan_id):
     """Pause or resume a plan."""
     plan = get_object_or_404(LearningPlan, pk=plan_id, project__slug=slug)
-    learning.learning_plan_pause(plan=plan, paused=request.POST.get("action") == "pause")
+    learning_plans.learning_plan_pause(plan=plan, paused=request.POST.get("action") == "pause")
     return redirect("learning", slug=slug)
 
 
@@ -78,7 +78,7 @@ def learning_stopping(request, slug, plan_id):
         target = _percent(request.POST, "recall_target", "recall target")
         confidence = _percent(request.POST, "confidence", "confidence")
         plan_stopping_set(plan=plan, recall_target=target, confidence=confidence)
-    except learning.PlanError as exc:
+    except learning_plans.PlanError as exc:
         messages.error(request, f"Topic {plan.topic.number}: {exc}.")
     else:
         messages.success(
@@ -95,11 +95,11 @@ def _percent(data, name: str, label: str) -> float:
     try:
         value = float(given)
     except ValueError:
-        raise learning.PlanError(
+        raise learning_plans.PlanError(
             f"the {label} must be a number in percent (e.g. 80), not “{given[:20]}”"
         ) from None
     if not math.isfinite(value):
-        raise learning.PlanError(f"the {label} must be a number in percent (e.g. 80)")
+        raise learning_plans.PlanError(f"the {label} must be a number in percent (e.g. 80)")
     return value / 100
 
 
@@ -120,12 +120,12 @@ def learning_check_sample(request, slug, plan_id):
         elif margin:
             row = next((r for r in stop["sizes"] if abs(r["margin"] - margin) < 1e-9), None)
             if row is None:
-                raise learning.PlanError("choose one of the margins shown")
+                raise learning_plans.PlanError("choose one of the margins shown")
             size = max(0, (row["at_prevalence"] or row["worst"]) - stop["drawn"])
             if size == 0:
-                raise learning.PlanError("the sample already has that size")
+                raise learning_plans.PlanError("the sample already has that size")
         else:
-            raise learning.PlanError("choose a margin or give a size")
+            raise learning_plans.PlanError("choose a margin or give a size")
         with transaction.atomic():
             sample = check_sample_draw(
                 plan=plan,
@@ -135,7 +135,7 @@ def learning_check_sample(request, slug, plan_id):
                 beyond_budget=bool(request.POST.get("beyond_budget")),
             )
     except ValueError as exc:
-        problem = exc if isinstance(exc, learning.PlanError) else "the size must be a number"
+        problem = exc if isinstance(exc, learning_plans.PlanError) else "the size must be a number"
         messages.error(request, f"Topic {plan.topic.number}: {problem}.")
     else:
         messages.success(
@@ -180,7 +180,7 @@ def learning_retrain(request, slug, plan_id):
     """Queue a retrain of a plan now."""
     plan = get_object_or_404(LearningPlan, pk=plan_id, project__slug=slug)
     with transaction.atomic():
-        learning.learning_nudge(plan_id=plan.pk)
+        learning_plans.learning_nudge(plan_id=plan.pk)
     messages.success(request, f"A worker will bring topic {plan.topic.number} up to date.")
     return redirect("learning", slug=slug)
 
@@ -242,10 +242,10 @@ def topic_seed_mark(request, slug, number, document_id):
     document = get_object_or_404(Document, pk=document_id, collection=collection)
     value = request.POST.get("relevance", "")
     if value == "remove":
-        learning.topic_seed_remove(topic=topic, document_id=document.pk)
+        learning_plans.topic_seed_remove(topic=topic, document_id=document.pk)
         seed = None
     elif value in ("0", "1", "2"):
-        seed = learning.topic_seed_mark(
+        seed = learning_plans.topic_seed_mark(
             topic=topic,
             document=document,
             relevance=int(value),

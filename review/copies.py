@@ -10,8 +10,9 @@ easy to redact for good, each as its own audited redaction version:
 - ``copies_of``: the other documents holding a string D's redaction hides, with their state;
 - ``redact_copies``: the same redaction (same reason) in each of them;
 - ``held_elsewhere``: the strings redacted in other documents that a document holds (the
-  release page warns about them), and ``release_with_elsewhere``: release it with the same
-  redaction, or, a person's explicit choice, with them readable.
+  release page warns about them), and ``same_redaction_add``: their redaction in it too, for
+  ``review.releases.release_with_elsewhere`` (release it with the same redaction, or, a
+  person's explicit choice, with them readable).
 
 Copies are found by content, not by index terms (``redaction.holders``: a scan of every
 document's subject, body, headers, id and attachments' names and text with the one rule of
@@ -24,7 +25,6 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from django.db import transaction
 from django.utils import timezone
 
 from annotate.models import Document, Persona
@@ -33,7 +33,6 @@ from ranking.services import IndexNotReady
 from review import redaction, visibility
 from review.models import Decision, Publication, ReviewRequest
 from review.selectors import decisions_in_force_kinds
-from review.services import review_decide
 
 VISIBLE, READABLE, QUEUED, WITHHELD, HIDDEN = "visible", "readable", "queued", "withheld", "hidden"
 STATE_WORDS = {
@@ -141,11 +140,13 @@ def held_elsewhere(*, persona: Persona, document: Document) -> list[dict]:
     return _held(document, secrets)
 
 
-def _same_redaction(*, archivist, persona, document, secrets, note) -> redaction.Redaction | None:
+def same_redaction_add(
+    *, archivist, persona, document, secrets, note
+) -> redaction.Redaction | None:
     """Add the occurrences of ``secrets`` in the document's subject and body (with their
     reason) to its redaction in force (``redaction.redaction_save`` adds), as a new audited
-    version; None when they occur only
-    in headers or attachments (hidden there by the searcher's copy all the same)."""
+    version; None when they occur only in headers or attachments (hidden there by the
+    searcher's copy all the same)."""
     spans = [
         {"field": field, "start": start, "end": end, "kind": "copy", "reason": e["reason"]}
         for e in secrets
@@ -179,7 +180,7 @@ def redact_copies(*, archivist, persona: Persona, document: Document, ids: list[
         c = chosen.get(pk)
         if c is None or c.redacted:
             continue
-        made = _same_redaction(
+        made = same_redaction_add(
             archivist=archivist,
             persona=persona,
             document=c.document,
@@ -188,35 +189,6 @@ def redact_copies(*, archivist, persona: Persona, document: Document, ids: list[
         )
         out["redacted" if made else "headers_only"].append(c.document)
     return out
-
-
-def release_with_elsewhere(
-    *, archivist, persona: Persona, document: Document, choice: str, note: str = ""
-) -> None:
-    """Release a document holding strings redacted elsewhere, as a person chose: ``redact``
-    them here too (a new redaction version), or ``show`` them (a version that records the
-    choice, ``shows_elsewhere``; audited ``redaction-show-elsewhere``)."""
-    held = held_elsewhere(persona=persona, document=document)
-    if choice not in ("redact", "show"):
-        raise redaction.RedactionError(
-            "choose whether to redact the words redacted elsewhere, or to release them readable"
-        )
-    with transaction.atomic():
-        if choice == "redact":
-            _same_redaction(
-                archivist=archivist,
-                persona=persona,
-                document=document,
-                secrets=held,
-                note=note or "the same redaction as elsewhere in the collection",
-            )
-        else:
-            redaction.shows_elsewhere_save(
-                user=archivist, persona=persona, document=document, texts=[e["text"] for e in held]
-            )
-        review_decide(
-            archivist=archivist, persona=persona, document=document, kind="release", note=note
-        )
 
 
 # --- what the rule of every writing (issue 31) changed ---------------------------------------

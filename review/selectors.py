@@ -7,8 +7,16 @@ from django.db.models import Count, F, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Abs
 from django.utils import timezone
 
-from annotate.models import Collection, Persona
-from review.models import Decision, Redaction, ReviewRequest, SearchLog
+from annotate.models import Collection, Document, Persona
+from review.models import (
+    AuditEvent,
+    Decision,
+    Publication,
+    Redaction,
+    RedactionReason,
+    ReviewRequest,
+    SearchLog,
+)
 from review.redaction import redaction_in_force
 
 # --- The decision in force: one definition -----------------------------------------------
@@ -509,3 +517,74 @@ def redactions_recent(*, limit: int = 200) -> list[dict]:
         }
         for versions in groups.values()
     ]
+
+
+# --- What the pages look up ----------------------------------------------------------------
+
+
+def collection_published(*, slug: str) -> Collection | None:
+    """The collection open for search under this slug (None: none, or not open)."""
+    return Collection.objects.filter(slug=slug, publication__published=True).first()
+
+
+def collection_with_publication(*, slug: str) -> Collection | None:
+    """The collection under this slug if it has a publication (open for search or not)."""
+    return Collection.objects.filter(slug=slug, publication__isnull=False).first()
+
+
+def collections_with_publication():
+    """The collections with a publication (open for search or not), by name."""
+    return Collection.objects.filter(publication__isnull=False).order_by("name")
+
+
+def search_of(*, user, collection, search_id: int) -> SearchLog | None:
+    """One of this searcher's own searches of the collection."""
+    return SearchLog.objects.filter(pk=search_id, searcher=user, collection=collection).first()
+
+
+def review_pair(*, persona_id: int, document_id: int) -> tuple[Persona, Document] | None:
+    """The persona and the document (with its collection) a review page names."""
+    persona = Persona.objects.filter(pk=persona_id).first()
+    if persona is None:
+        return None
+    document = document_with_collection(document_id=document_id)
+    return None if document is None else (persona, document)
+
+
+def review_pairs(*, pairs: list[tuple[int, int]]) -> list[tuple[Persona, Document]]:
+    """The (persona, document) of each (persona id, document id) that exists, in order."""
+    personas = Persona.objects.in_bulk([p for p, _d in pairs])
+    docs = Document.objects.select_related("collection").in_bulk([d for _p, d in pairs])
+    return [(personas[p], docs[d]) for p, d in pairs if p in personas and d in docs]
+
+
+def personas_by_id(*, ids) -> dict[int, Persona]:
+    return Persona.objects.in_bulk(list(ids))
+
+
+def document_with_collection(*, document_id: int) -> Document | None:
+    return Document.objects.select_related("collection").filter(pk=document_id).first()
+
+
+def publication_of(*, collection, persona=None) -> Publication | None:
+    """The collection's publication (for ``persona`` only, if given), with its persona."""
+    publications = Publication.objects.filter(collection=collection)
+    if persona is not None:
+        return publications.filter(persona=persona).first()
+    return publications.select_related("persona").first()
+
+
+def redaction_reason_labels() -> dict[str, str]:
+    """``{code: label}`` of every redaction reason, retired ones included."""
+    return dict(RedactionReason.objects.values_list("code", "label"))
+
+
+def audit_events(*, action: str = ""):
+    """The audit log, newest first, with its users and collections (one action, if given)."""
+    events = AuditEvent.objects.select_related("user", "collection").order_by("-at", "-id")
+    return events.filter(action=action) if action else events
+
+
+def audit_actions() -> list[str]:
+    """Every action the audit log holds, sorted."""
+    return list(AuditEvent.objects.values_list("action", flat=True).distinct().order_by("action"))

@@ -12,7 +12,6 @@ the same transaction (G9).
 import logging
 import math
 from dataclasses import dataclass
-from datetime import date
 
 import numpy as np
 from django.db import transaction
@@ -23,7 +22,6 @@ from annotate.models import Collection, Document, Persona
 from annotate.selectors import document_text
 from core import lucene
 from ranking.classifier import sensitivity_scores
-from ranking.models import SensitivityModel
 from ranking.services import near_duplicate_groups
 from review import redaction, selectors, visibility
 from review.audit import audit  # noqa: F401 (the writer; callers use services.audit)
@@ -329,74 +327,6 @@ def searcher_document(*, user, collection: Collection, document_id: int) -> Docu
     return redaction.searcher_copies(persona=publication.persona, documents=[doc])[0]
 
 
-class DecisionError(ValueError):
-    """A decision that cannot be recorded; the message says why."""
-
-
-def _decision_check(*, kind: str, until: date | None, note: str) -> None:
-    if kind not in (Decision.Kind.RELEASE, Decision.Kind.WITHHOLD, Decision.Kind.NOT_RELEVANT):
-        raise DecisionError("decide release, withhold or not relevant")
-    if until is not None and kind != Decision.Kind.WITHHOLD:
-        raise DecisionError("only a withholding can have an end date")
-    if until is not None and until <= timezone.localdate():
-        raise DecisionError("a withholding must end after today")
-    if len(note) > 10_000:
-        raise DecisionError("the note is longer than 10,000 characters")
-
-
-def review_decide(
-    *,
-    archivist,
-    persona: Persona,
-    document: Document,
-    kind: str,
-    until: date | None = None,
-    note: str = "",
-) -> Decision:
-    """Record a decision, resolve every pending request for the document and persona, and
-    ask for a retrain after ``retrain_every`` new decisions."""
-    _decision_check(kind=kind, until=until, note=note)
-    now = timezone.now()
-    p, _version = sensitivity_scores(collection=document.collection, persona=persona)
-    status = {
-        Decision.Kind.RELEASE: ReviewRequest.Status.RELEASED,
-        Decision.Kind.WITHHOLD: ReviewRequest.Status.WITHHELD,
-        Decision.Kind.NOT_RELEVANT: ReviewRequest.Status.NOT_RELEVANT,
-    }[kind]
-    with transaction.atomic():
-        decision = Decision.objects.create(
-            persona=persona,
-            document=document,
-            kind=kind,
-            until=until,
-            note=note,
-            decided_by=archivist,
-            decided_at=now,
-            p_sensitive=p.get(document.docid),
-        )
-        resolved = ReviewRequest.objects.filter(
-            persona=persona, document=document, status=ReviewRequest.Status.PENDING
-        ).update(status=status, decided_at=now)
-        audit(
-            user=archivist,
-            action="decision",
-            collection=document.collection,
-            document=document,
-            kind=kind,
-            until=until.isoformat() if until else None,
-            persona=persona.pk,
-            requests=resolved,
-        )
-        _retrain_when_due(archivist, persona, document.collection)
-    return decision
-
-
-@dataclass
-class GroupOutcome:
-    decided: list[Decision]
-    skipped: list[tuple[Document, str]]  # (document, why it was not decided)
-
-
 def review_group_viewed(*, archivist, items: list[tuple[Persona, Document]]) -> None:
     """Record that the archivist was shown these queued documents in full on the group page
     (one ``view`` row each, as opening them one at a time writes)."""
@@ -412,126 +342,13 @@ def review_group_viewed(*, archivist, items: list[tuple[Persona, Document]]) -> 
             )
 
 
-def review_decide_group(
-    *,
-    archivist,
-    items: list[tuple[Persona, Document]],
-    kind: str,
-    until: date | None = None,
-    note: str = "",
-) -> GroupOutcome:
-    """Apply one decision to a group of queued documents the archivist has viewed: each
-    (persona, document) gets its own ``review_decide`` (its own Decision row and audit row,
-    its requests resolved), all in one transaction, plus one ``group-decision`` audit row
-    naming them. A document is skipped, and said why, when it is no longer pending (another
-    archivist decided it since the page was shown) or when this archivist has not viewed it
-    since it was queued: a group decision is for documents seen, never for ones only listed."""
-    if not items:
-        raise DecisionError("choose at least one document of the group")
-    if len(items) > 500:
-        raise DecisionError("a group decision covers at most 500 documents")
-    _decision_check(kind=kind, until=until, note=note)
-    decided, skipped = [], []
+def review_item_viewed(*, archivist, document: Document) -> None:
+    """Record that the archivist opened a queued document on its review page (``view``)."""
     with transaction.atomic():
-        for persona, document in items:
-            # Lock the pending requests: two archivists deciding one group at once must not
-            # both decide a document (the second finds nothing pending and skips it).
-            pending = list(
-                ReviewRequest.objects.select_for_update()
-                .filter(persona=persona, document=document, status=ReviewRequest.Status.PENDING)
-                .order_by("requested_at")
-            )
-            if not pending:
-                skipped.append((document, "no longer waiting: decided since the page was shown"))
-                continue
-            seen = AuditEvent.objects.filter(
-                user=archivist,
-                action="view",
-                document=document,
-                detail__role="archivist",
-                at__gte=pending[0].requested_at,
-            ).exists()
-            if not seen:
-                skipped.append((document, "not viewed since it was queued"))
-                continue
-            decided.append(
-                review_decide(
-                    archivist=archivist,
-                    persona=persona,
-                    document=document,
-                    kind=kind,
-                    until=until,
-                    note=note,
-                )
-            )
-        if decided:
-            audit(
-                user=archivist,
-                action="group-decision",
-                collection=decided[0].document.collection,
-                kind=kind,
-                decisions=[d.pk for d in decided],
-                documents=[d.document_id for d in decided],
-                skipped=[doc.pk for doc, _why in skipped],
-            )
-    return GroupOutcome(decided, skipped)
-
-
-def review_reopen(*, lead, persona: Persona, document: Document, note: str = "") -> Decision:
-    """A lead takes back the decision in force on a document: it is routed by the classifier
-    again, and asked about when it is uncertain."""
-    in_force = decisions_in_force_kinds(
-        persona=persona, document_ids=[document.pk], today=timezone.localdate()
-    )
-    if document.pk not in in_force:
-        raise DecisionError("there is no decision in force on this document to reopen")
-    if len(note) > 10_000:
-        raise DecisionError("the note is longer than 10,000 characters")
-    p, _version = sensitivity_scores(collection=document.collection, persona=persona)
-    with transaction.atomic():
-        decision = Decision.objects.create(
-            persona=persona,
-            document=document,
-            kind=Decision.Kind.REOPEN,
-            note=note,
-            decided_by=lead,
-            decided_at=timezone.now(),
-            p_sensitive=p.get(document.docid),
-        )
         audit(
-            user=lead,
-            action="reopen",
+            user=archivist,
+            action="view",
             collection=document.collection,
             document=document,
-            persona=persona.pk,
-            reopened=in_force[document.pk],
+            role="archivist",
         )
-    return decision
-
-
-def _retrain_when_due(user, persona: Persona, collection: Collection) -> None:
-    publication = Publication.objects.filter(collection=collection, persona=persona).first()
-    if publication is None:
-        return
-    last = (
-        SensitivityModel.objects.filter(collection=collection, persona=persona)
-        .order_by("-version")
-        .values_list("trained_at", flat=True)
-        .first()
-    )
-    decisions = Decision.objects.filter(persona=persona, document__collection=collection)
-    if last is not None:
-        decisions = decisions.filter(decided_at__gt=last)
-    if decisions.count() >= publication.retrain_every:
-        from annotate.models import Job
-        from ranking.classifier import job_sensitivity_create
-
-        busy = Job.objects.filter(
-            kind=Job.Kind.SENSITIVITY,
-            collection=collection,
-            status__in=[Job.Status.QUEUED, Job.Status.RUNNING],
-        ).exists()
-        if not busy:
-            job_sensitivity_create(
-                collection=collection, persona=persona, source="decisions", user=user
-            )

@@ -7,71 +7,38 @@ import math
 from datetime import date, timedelta
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.db import IntegrityError, transaction
 from django.http import Http404, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotate import entities, roles
-from annotate import selectors as annotate_selectors
 from annotate.exports import csv_safe
-from annotate.models import Collection, Document, Lexicon, Persona
+from annotate.models import Collection
 from core import explain, lucene
 from core.highlight import query_stems
-from core.params import id_param, id_params
-from core.recognisers import lexicon_terms
+from core.params import id_params
 from ranking.classifier import stored_scores
 from ranking.services import result_snippet
-from review import copies, exposure, redaction, selectors, services
+from review import copies, exposure, redaction, releases, selectors, services
 from review.audit import audit_described
-from review.models import (
-    AuditEvent,
-    Decision,
-    Exposure,
-    Publication,
-    RedactionReason,
-    SearchLog,
-)
+from review.models import Decision, Exposure
 
 searcher_required = roles.role_required(roles.SEARCHER)
 archivist_required = roles.role_required(roles.ARCHIVIST)
 lead_required = roles.role_required(roles.LEAD)
 
 
-@login_required
-def home(request):
-    """Show each of the user's roles what it can do now, from the data: a searcher the
-    collections open for search, an archivist the queue, a lead and an archivist the
-    collections, an annotator their projects. Nothing a searcher sees here depends on
-    hidden documents (no counts of documents, pending or withheld)."""
-    user_roles = roles.user_roles(request.user)
-    context = {
-        "collections": annotate_selectors.collections_for_user(request.user),
-        "projects": annotate_selectors.projects_for_user(request.user),
-        "published": [],
-        "queue": None,
-        "notice": None,
-    }
-    if roles.SEARCHER in user_roles:
-        context["published"] = selectors.collections_published()
-        context["notice"] = selectors.search_notice(publication=None)
-    if roles.ARCHIVIST in user_roles:
-        context["queue"] = selectors.review_queue_summary()
-    if roles.LEAD in user_roles:
-        context["loop_collections"] = Collection.objects.filter(publication__isnull=False).order_by(
-            "name"
-        )
-    return render(request, "annotate/home.html", context)
+def _found(found):
+    """What a selector found, or 404 (as ``get_object_or_404``)."""
+    if found is None:
+        raise Http404
+    return found
 
 
 def _published(slug) -> Collection:
-    collection = Collection.objects.filter(slug=slug, publication__published=True).first()
-    if collection is None:
-        raise Http404
-    return collection
+    return _found(selectors.collection_published(slug=slug))
 
 
 @require_safe
@@ -146,8 +113,8 @@ def results(request, slug, search_id):
 def released(request, slug, search_id):
     """Return the search's documents released since it ran (polled by the results page)."""
     collection = _published(slug)
-    search = get_object_or_404(
-        SearchLog, pk=search_id, searcher=request.user, collection=collection
+    search = _found(
+        selectors.search_of(user=request.user, collection=collection, search_id=search_id)
     )
     already = set(id_params(request.GET.getlist("have")))
     found = services.released_for(user=request.user, search=search, already=already)
@@ -223,19 +190,11 @@ def _in_words(pairs, stored=None) -> list[tuple[str, float]]:
 @archivist_required
 def item(request, persona_id, document_id):
     """Show one queued document with the classifier's reasons and the exposing queries."""
-    persona = get_object_or_404(Persona, pk=persona_id)
-    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
+    persona, doc = _found(selectors.review_pair(persona_id=persona_id, document_id=document_id))
     model, stored = stored_scores(collection=doc.collection, persona=persona)
     towards, away = stored.contributions(doc.docid) if stored else ([], [])
-    publication = Publication.objects.filter(collection=doc.collection, persona=persona).first()
-    with transaction.atomic():
-        services.audit(
-            user=request.user,
-            action="view",
-            collection=doc.collection,
-            document=doc,
-            role="archivist",
-        )
+    publication = selectors.publication_of(collection=doc.collection, persona=persona)
+    services.review_item_viewed(archivist=request.user, document=doc)
     # The worker finds the exposing queries: the page asks (an htmx POST on load, so that
     # this GET writes nothing but the audit row) and polls; nothing is computed here.
     found = exposure.exposure_current(document=doc, persona=persona)
@@ -284,17 +243,15 @@ def exposure_panel(request, document_id, persona_id=None):
     """A document's exposing queries for an archivist or a lead (htmx partial, polled while
     the worker computes them); a POST asks for them (again, with ``again``). Without a
     persona: the persona the collection is published for (a lead's document page)."""
-    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
     if persona_id is None:
-        publication = (
-            Publication.objects.filter(collection=doc.collection).select_related("persona").first()
-        )
+        doc = _found(selectors.document_with_collection(document_id=document_id))
+        publication = selectors.publication_of(collection=doc.collection)
         if publication is None:
             return render(request, "review/_exposure.html", {"exposure": None})
         persona = publication.persona
     else:
-        persona = get_object_or_404(Persona, pk=persona_id)
-        publication = Publication.objects.filter(collection=doc.collection, persona=persona).first()
+        persona, doc = _found(selectors.review_pair(persona_id=persona_id, document_id=document_id))
+        publication = selectors.publication_of(collection=doc.collection, persona=persona)
     if request.method == "POST" and publication is not None:
         found = exposure.exposure_request(
             user=request.user, document=doc, persona=persona, again=bool(request.POST.get("again"))
@@ -336,31 +293,14 @@ def _redaction_context(doc, persona) -> dict:
     }
 
 
-def _spans_from_form(request, doc) -> list[dict]:
-    """The spans an archivist ticked (``field:start:end:kind``) and the phrases they typed."""
-    reason = request.POST.get("reason", "")
+def _ticked_spans(request) -> list[dict]:
+    """The spans an archivist ticked (``field:start:end:kind``)."""
     spans = []
     for value in request.POST.getlist("span"):
         field, _sep, rest = value.partition(":")
         start, _sep, rest = rest.partition(":")
         end, _sep, kind = rest.partition(":")
-        spans.append({"field": field, "start": start, "end": end, "kind": kind, "reason": reason})
-    phrases = [p.strip() for p in request.POST.get("phrases", "").splitlines() if p.strip()]
-    missing = []
-    for phrase in phrases[:100]:
-        found = redaction.phrase_spans(doc, [phrase])
-        missing += [] if found else [phrase]
-        spans += [{**s, "reason": reason} for s in found]
-    if missing:
-        # Refuse the whole redaction: releasing it would let the archivist believe the
-        # typed words are hidden.
-        names = ", ".join(f"“{p[:60]}”" for p in missing[:5])
-        raise redaction.RedactionError(
-            f"Nothing was redacted or released: {names} "
-            f"{'is' if len(missing) == 1 else 'are'} not in this message's subject or body "
-            "(in any writing: any case, spacing or punctuation). Check the spelling, or tick "
-            "what the recognisers found."
-        )
+        spans.append({"field": field, "start": start, "end": end, "kind": kind})
     return spans
 
 
@@ -391,32 +331,19 @@ def _end_date(value: str, error: type[ValueError]) -> date | None:
 def redact(request, persona_id, document_id):
     """Release a redacted copy of the document: save the chosen spans as a new version of its
     redaction and release it, in one transaction (a searcher never sees it unredacted)."""
-    persona = get_object_or_404(Persona, pk=persona_id)
-    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
+    persona, doc = _found(selectors.review_pair(persona_id=persona_id, document_id=document_id))
     try:
-        until = _end_date(request.POST.get("until", ""), redaction.RedactionError)
-        spans = _spans_from_form(request, doc)
-    except redaction.RedactionError as exc:
-        messages.error(request, str(exc))
-        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
-    if not spans:
-        messages.error(request, "Choose the spans to redact, or type the words, first.")
-        return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
-    note = request.POST.get("note", "")
-    try:
-        with transaction.atomic():
-            made = redaction.redaction_save(
-                archivist=request.user,
-                persona=persona,
-                document=doc,
-                spans=spans,
-                until=until,
-                note=note,
-            )
-            services.review_decide(
-                archivist=request.user, persona=persona, document=doc, kind="release", note=note
-            )
-    except (redaction.RedactionError, services.DecisionError) as exc:
+        made = releases.review_redact_release(
+            archivist=request.user,
+            persona=persona,
+            document=doc,
+            until=_end_date(request.POST.get("until", ""), redaction.RedactionError),
+            spans=_ticked_spans(request),
+            phrases=[p.strip() for p in request.POST.get("phrases", "").splitlines() if p.strip()],
+            reason=request.POST.get("reason", ""),
+            note=request.POST.get("note", ""),
+        )
+    except (redaction.RedactionError, releases.DecisionError) as exc:
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     messages.success(
@@ -441,8 +368,7 @@ def redact(request, persona_id, document_id):
 def redact_copies(request, persona_id, document_id):
     """Give the chosen copies of a document's redacted words the same redaction (same
     reason), each its own audited version."""
-    persona = get_object_or_404(Persona, pk=persona_id)
-    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
+    persona, doc = _found(selectors.review_pair(persona_id=persona_id, document_id=document_id))
     ids = id_params(request.POST.getlist("copy"))
     if not ids:
         messages.error(request, "No copies were chosen: tick the documents to redact.")
@@ -480,7 +406,7 @@ def _next_in_queue(request, nxt=None):
 @lead_required
 def redactions(request):
     """Redacted documents, newest first, with every version, for a lead to review."""
-    labels = dict(RedactionReason.objects.values_list("code", "label"))
+    labels = selectors.redaction_reason_labels()
     rows = selectors.redactions_recent()
     for row in rows:
         for r in row["versions"]:
@@ -497,8 +423,7 @@ def redactions(request):
 @lead_required
 def redaction_revert(request, persona_id, document_id):
     """Go back to an earlier version of a document's redaction (0: none) (lead)."""
-    persona = get_object_or_404(Persona, pk=persona_id)
-    doc = get_object_or_404(Document, pk=document_id)
+    persona, doc = _found(selectors.review_pair(persona_id=persona_id, document_id=document_id))
     try:
         to_version = int(request.POST.get("to_version", ""))
     except ValueError:
@@ -525,42 +450,6 @@ def redaction_revert(request, persona_id, document_id):
     return redirect("review-redactions")
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
-@lead_required
-def lexicons(request):
-    """Each persona's own sensitive terms, which the recognisers find (lead)."""
-    if request.method == "POST":
-        persona = Persona.objects.filter(pk=id_param(request.POST.get("persona", "")) or 0).first()
-        lexicon = None
-        if persona is not None and request.POST.get("lexicon"):
-            lexicon = Lexicon.objects.filter(
-                pk=id_param(request.POST["lexicon"]) or 0, persona=persona
-            ).first()
-        if persona is None or (request.POST.get("lexicon") and lexicon is None):
-            messages.error(request, "The lexicon was not saved: no such persona or list.")
-            return redirect("review-lexicons")
-        try:
-            entities.lexicon_save(
-                persona=persona,
-                name=request.POST.get("name", ""),
-                terms=request.POST.get("terms", ""),
-                lexicon=lexicon,
-            )
-        except (ValueError, IntegrityError) as exc:
-            messages.error(request, f"The lexicon was not saved: {exc}")
-        else:
-            messages.success(
-                request, "Saved. The worker is finding its terms in every collection again."
-            )
-        return redirect("review-lexicons")
-    personas = list(Persona.objects.prefetch_related("lexicons").order_by("name"))
-    for persona in personas:
-        for lexicon in persona.lexicons.all():  # every term in sight: the box fits them
-            lexicon.lines = lexicon.terms.count("\n") + 2
-            lexicon.n_terms = len(lexicon_terms(lexicon.terms))
-    return render(request, "review/lexicons.html", {"personas": personas})
-
-
 _DONE = {"release": "Released", "withhold": "Withheld", "not_relevant": "Marked not relevant:"}
 
 
@@ -568,7 +457,7 @@ def _decision_fields(request) -> dict:
     """The decision form's kind, end date and note; ``DecisionError`` for a bad date."""
     return {
         "kind": request.POST.get("kind", ""),
-        "until": _end_date(request.POST.get("until", ""), services.DecisionError),
+        "until": _end_date(request.POST.get("until", ""), releases.DecisionError),
         "note": request.POST.get("note", ""),
     }
 
@@ -593,7 +482,7 @@ def group(request):
     pairs = _group_pairs(request.GET.getlist("item"))
     threads = selectors.review_queue_threads(pairs=pairs, limit=len(pairs) or 1) if pairs else []
     items = [i for t in threads for i in t.items]
-    personas = Persona.objects.in_bulk([i.persona_id for i in items])
+    personas = selectors.personas_by_id(ids=[i.persona_id for i in items])
     services.review_group_viewed(
         archivist=request.user, items=[(personas[i.persona_id], i.document) for i in items]
     )
@@ -612,34 +501,31 @@ def group(request):
     )
 
 
-@require_POST
-@archivist_required
-def group_decide(request):
-    """Apply one decision to the documents of a group the archivist has just read (each
-    recorded and audited as its own decision)."""
-    pairs = _group_pairs(request.POST.getlist("item"))
-    personas = Persona.objects.in_bulk([p for p, _d in pairs])
-    docs = Document.objects.select_related("collection").in_bulk([d for _p, d in pairs])
-    items = [(personas[p], docs[d]) for p, d in pairs if p in personas and d in docs]
-    held = []
-    if request.POST.get("kind") == "release":
-        # words redacted elsewhere: released only on the document's own page, by a choice
-        held = [(p, d) for p, d in items if copies.held_elsewhere(persona=p, document=d)]
-        items = [i for i in items if i not in held]
-    for _p, doc in held:
+def _held_warnings(request, held) -> None:
+    for doc in held:
         messages.warning(
             request,
             f"Not released: “{doc.subject or doc.docid}” holds words redacted in another "
             "document; release it on its own page, redacted or readable.",
         )
-    if held and not items:
-        return redirect("review-queue")
+
+
+@require_POST
+@archivist_required
+def group_decide(request):
+    """Apply one decision to the documents of a group the archivist has just read (each
+    recorded and audited as its own decision)."""
+    items = selectors.review_pairs(pairs=_group_pairs(request.POST.getlist("item")))
     try:
-        outcome = services.review_decide_group(
+        outcome = releases.review_decide_group(
             archivist=request.user, items=items, **_decision_fields(request)
         )
-    except services.DecisionError as exc:
+    except releases.DecisionError as exc:
+        _held_warnings(request, exc.held)
         messages.error(request, str(exc))
+        return redirect("review-queue")
+    _held_warnings(request, outcome.held)
+    if outcome.held and not (outcome.decided or outcome.skipped):
         return redirect("review-queue")
     n = len(outcome.decided)
     messages.success(
@@ -655,29 +541,16 @@ def group_decide(request):
 @archivist_required
 def decide(request, persona_id, document_id):
     """Record the archivist's decision on a document (release, withhold, not relevant)."""
-    persona = get_object_or_404(Persona, pk=persona_id)
-    doc = get_object_or_404(Document.objects.select_related("collection"), pk=document_id)
+    persona, doc = _found(selectors.review_pair(persona_id=persona_id, document_id=document_id))
     try:
-        fields = _decision_fields(request)
-        held = fields["kind"] == "release" and copies.held_elsewhere(persona=persona, document=doc)
-        if held:
-            # never released silently with words redacted elsewhere: a person chooses
-            if request.POST.get("elsewhere") not in ("redact", "show"):
-                words = ", ".join(f"“{e['text']}”" for e in held)
-                raise services.DecisionError(
-                    f"Not released: it holds {words}, redacted in another document. Choose "
-                    "to redact it here too, or to release it readable."
-                )
-            copies.release_with_elsewhere(
-                archivist=request.user,
-                persona=persona,
-                document=doc,
-                choice=request.POST["elsewhere"],
-                note=fields["note"],
-            )
-        else:
-            services.review_decide(archivist=request.user, persona=persona, document=doc, **fields)
-    except (services.DecisionError, redaction.RedactionError) as exc:
+        releases.review_decide_document(
+            archivist=request.user,
+            persona=persona,
+            document=doc,
+            elsewhere=request.POST.get("elsewhere", ""),
+            **_decision_fields(request),
+        )
+    except (releases.DecisionError, redaction.RedactionError) as exc:
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     done = _DONE.get(request.POST["kind"], "Decided on")
@@ -704,13 +577,12 @@ def decisions(request):
 @lead_required
 def reopen(request, persona_id, document_id):
     """Take back the decision in force on a document (lead)."""
-    persona = get_object_or_404(Persona, pk=persona_id)
-    doc = get_object_or_404(Document, pk=document_id)
+    persona, doc = _found(selectors.review_pair(persona_id=persona_id, document_id=document_id))
     try:
-        services.review_reopen(
+        releases.review_reopen(
             lead=request.user, persona=persona, document=doc, note=request.POST.get("note", "")
         )
-    except services.DecisionError as exc:
+    except releases.DecisionError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, "Reopened: the document will be asked about again if uncertain.")
@@ -732,7 +604,7 @@ def _number(request, name, default, cast, low, high):
 @lead_required
 def loop_report(request, slug):
     """Per search session and overall: O-CS-DCG@k, shown, reviewed, sensitive shown, waits."""
-    collection = get_object_or_404(Collection, slug=slug, publication__isnull=False)
+    collection = _found(selectors.collection_with_publication(slug=slug))
     params = {
         "k": _number(request, "k", 10, int, 1, 100),
         "effort": _number(request, "effort", 0.1, float, 0.0, 100.0),
@@ -790,10 +662,8 @@ def loop_report(request, slug):
 @lead_required
 def audit_log(request):
     """The audit log for leads: the newest events, filtered by action; CSV of all of them."""
-    events = AuditEvent.objects.select_related("user", "collection").order_by("-at", "-id")
     action = request.GET.get("action", "")
-    if action:
-        events = events.filter(action=action)
+    events = selectors.audit_events(action=action)
     if request.GET.get("format") == "csv":
 
         class Echo:
@@ -819,14 +689,13 @@ def audit_log(request):
         response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="audit.csv"'
         return response
-    actions = AuditEvent.objects.values_list("action", flat=True).distinct().order_by("action")
     return render(
         request,
         "review/audit.html",
         {
             "events": audit_described(events.select_related("document__collection")[:200]),
             "action": action,
-            "actions": list(actions),
-            "published": Collection.objects.filter(publication__isnull=False).order_by("name"),
+            "actions": selectors.audit_actions(),
+            "published": selectors.collections_with_publication(),
         },
     )

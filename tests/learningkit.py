@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from annotate import judgments, roles, services
 from annotate.models import Collection, Document, Task
-from ranking import learning
+from ranking import learning_plans, learning_state, learning_step
 from ranking.services import index_build
 from tests.factories import PersonaFactory, ProjectFactory, TopicFactory
 
@@ -97,7 +97,7 @@ def judge_next(project, annotator, truth, sensitive=frozenset()) -> Task | None:
 
 
 def queued_count(plan) -> int:
-    return len(learning.plan_state(plan).queued)
+    return len(learning_state.plan_state(plan).queued)
 
 
 def judge_one_through_api(client, project, truth) -> int:
@@ -142,7 +142,9 @@ def seed_two_and_two(project, topic, truth) -> None:
     topic's seeds (the first of each by docid)."""
     docs = {d.docid: d for d in Document.objects.filter(collection=project.collection)}
     for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
-        learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=int(docid in truth))
+        learning_plans.topic_seed_mark(
+            topic=topic, document=docs[docid], relevance=int(docid in truth)
+        )
 
 
 def plan_seeded_and_judged(project, topic, truth, annotator, *, budget: int, judged: int = 10):
@@ -152,17 +154,17 @@ def plan_seeded_and_judged(project, topic, truth, annotator, *, budget: int, jud
     from ranking.models import LearningPlan
 
     seed_two_and_two(project, topic, truth)
-    plan = learning.learning_plan_create(
+    plan = learning_plans.learning_plan_create(
         project=project,
         topic=topic,
         budget=budget,
         candidates=LearningPlan.Candidates.COLLECTION,
         batch_size=5,
     )
-    learning.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
     for _ in range(judged):
         judge_next(project, annotator, truth)
-    learning.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
     return plan
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate import importers, roles, services
+from annotate import import_personas, roles, services
 from annotate.models import Document, Judgment, Persona, Topic
 from tests.browserkit import login, needs_chromium, wait_for
 from tests.conftest import SAMPLE
@@ -25,7 +25,7 @@ def demo_like(collection, make_user):
     """The demo's persona, topic 401 and guidelines over the sample mail."""
     services.import_run(collection=collection, fmt="emails", path=SAMPLE)
     services.import_run(collection=collection, fmt="topics-trec", path=DEMO / "topics.txt")
-    importers.personas_import(path=DEMO / "personas.json")
+    import_personas.personas_import(path=DEMO / "personas.json")
     alice = make_user("alice", roles.ANNOTATOR)
     alice.set_password("pw-browser")
     alice.save()

@@ -12,7 +12,7 @@ from django.urls import reverse
 from annotate import judgments, services
 from annotate.models import Assignment, Judgment, Persona, Topic
 from ranking.services import index_build
-from review import services as review_services
+from review import releases
 from review.models import Publication, ReviewRequest
 from tests.acceptance.stack import report
 from tests.browserkit import login, needs_chromium, watch
@@ -117,7 +117,7 @@ def test_hostile_mail_stays_inert_in_every_role(browser, live_server, collection
     visit(archivist, reverse("review-queue"), "archivist")
     for d in docs:
         visit(archivist, reverse("review-item", args=[persona.pk, d.pk]), "archivist")
-        review_services.review_decide(
+        releases.review_decide(
             archivist=users["archivist"], persona=persona, document=d, kind="release"
         )
     visit(archivist, reverse("document-detail", args=[collection.slug, docs[0].pk]), "archivist")

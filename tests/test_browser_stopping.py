@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from annotate import roles
-from ranking import learning
+from ranking import learning_state, learning_step
 from ranking.models import CheckSample
 from tests.browserkit import login, needs_chromium, watch
 from tests.learningkit import judge_next, learning_project, plan_seeded_and_judged
@@ -61,12 +61,12 @@ def test_lead_sets_a_target_draws_a_check_sample_and_sees_estimate_and_verdicts(
 
     # The annotator judges the check sample like any task (with the review's own tasks).
     for _ in range(200):
-        if not learning.plan_state(plan).check_queued:
+        if not learning_state.plan_state(plan).check_queued:
             break
         if judge_next(project, annotator, truth) is None:
-            learning.learning_step(plan_id=plan.pk)
-    assert not learning.plan_state(plan).check_queued
-    learning.learning_step(plan_id=plan.pk)
+            learning_step.learning_step(plan_id=plan.pk)
+    assert not learning_state.plan_state(plan).check_queued
+    learning_step.learning_step(plan_id=plan.pk)
 
     page.goto(url + reverse("learning", args=[project.slug]))
     page.wait_for_load_state("networkidle")

@@ -52,7 +52,7 @@ def test_a_bad_jvm_heap_stops_start_up_and_a_good_one_reaches_lucene():
     out = _run(
         "shell",
         "-c",
-        "from ranking import lucene; print(lucene._jvm['heap'])",
+        "from core import lucene; print(lucene._jvm['heap'])",
         env={"SASC_JVM_HEAP": "768m"},
         check=True,
     )

@@ -6,7 +6,7 @@ import time
 
 import redis
 
-from ranking import learning
+from ranking import learning_plans, learning_step
 from ranking.models import LearningModel, LearningPlan
 from tests.learningkit import judge_one_through_api, queued_count
 from tests.test_integration_worker import pytestmark  # noqa: F401 (the same skip rules)
@@ -22,7 +22,7 @@ def test_worker_retrains_after_a_batch_and_survives_sigkill_mid_retrain(
     log = tmp_path / "worker.log"
     worker = Worker(log, worker_env).start()
     try:
-        plan = learning.learning_plan_create(
+        plan = learning_plans.learning_plan_create(
             project=project,
             topic=topic,
             budget=40,
@@ -40,12 +40,12 @@ def test_worker_retrains_after_a_batch_and_survives_sigkill_mid_retrain(
 
         # T4: the worker is killed while it trains version 3.
         worker.stop()
-        slow = Worker(log, {**worker_env, "SASC_FAULT_LEARNING_DELAY_MS": "4000"}).start()
+        slow = Worker(log, worker_env, hold_training_ms=4000).start()
         for _ in range(BATCH):
             judge_one_through_api(client, project, truth)
         before = judgments_checksum()
         wait_for("training of version 3", lambda: "training version 3" in log.read_text())
-        # The scenario, not a wait: kill 1 s into a retrain the fault holds open for 4 s.
+        # The scenario, not a wait: kill 1 s into a retrain the slow worker holds open for 4 s.
         time.sleep(1.0)
         slow.kill()
         assert LearningModel.objects.filter(plan=plan).count() == 2
@@ -56,7 +56,7 @@ def test_worker_retrains_after_a_batch_and_survives_sigkill_mid_retrain(
         wait_for("version 3", lambda: LearningModel.objects.filter(plan=plan).count() == 3)
         wait_for("the queue topped up", lambda: queued_count(plan) == 2 * BATCH)
         worker_settled(worker_env["CELERY_BROKER_URL"])  # a redelivered step has run by now
-        learning.learning_step(plan_id=plan.pk)  # a redelivered step finds nothing to do
+        learning_step.learning_step(plan_id=plan.pk)  # a redelivered step finds nothing to do
         models = list(LearningModel.objects.filter(plan=plan).order_by("version"))
         assert [m.version for m in models] == [1, 2, 3]
         assert models[2].judged == 4 + 2 * BATCH
@@ -72,7 +72,7 @@ def test_queue_never_runs_dry_while_the_worker_retrains_every_ten(plan_setup, wo
     project, topic, truth, client = plan_setup
     worker = Worker(tmp_path / "worker.log", worker_env).start()
     try:
-        plan = learning.learning_plan_create(
+        plan = learning_plans.learning_plan_create(
             project=project,
             topic=topic,
             budget=4 + 40,

@@ -6,7 +6,7 @@ from ranking import classifier
 from ranking.classifier import sensitivity_model_train
 from ranking.models import SensitivityModel
 from ranking.services import index_build
-from review import services
+from review import releases, services
 from review.models import AuditEvent, Publication, ReviewRequest
 from tests.test_integration_worker import pytestmark  # noqa: F401 (the same skip rules)
 from tests.workerkit import Worker, wait_for
@@ -39,7 +39,7 @@ def test_decisions_retrain_the_classifier_in_the_worker_and_searches_use_it(
         # Three decisions, against what the labels said: the third queues a retrain.
         flipped = [d for d in docs if "linux" in f"{d.subject} {d.body}".lower()][:3]
         for d in flipped:
-            services.review_decide(
+            releases.review_decide(
                 archivist=users["archivist"], persona=persona, document=d, kind="release"
             )
         second = wait_for(

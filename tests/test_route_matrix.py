@@ -115,7 +115,7 @@ def world(published, make_project, users):
     a search, the persona."""
     from annotate import judgments
     from annotate.models import Judgment
-    from review import services as review_services
+    from review import releases
 
     c, persona, docs, kinds = published
     mine = {}
@@ -140,7 +140,7 @@ def world(published, make_project, users):
     job = Job.objects.create(kind=Job.Kind.INDEX, collection=c, created_by=users["lead"])
     shown = next(d for d in docs if kinds[d.pk] == "safe")
     withheld = next(d for d in docs if kinds[d.pk] == "sensitive")
-    review_services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=withheld, kind="withhold"
     )
     search = SearchLog.objects.create(

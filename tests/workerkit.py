@@ -23,15 +23,24 @@ def _database_url() -> str:
 
 
 class Worker:
-    """A real Celery worker process on the test database, in its own process group."""
+    """A real Celery worker process on the test database, in its own process group; with
+    ``hold_training_ms``, each retrain waits that long between training and recording its
+    version (``tests/slowworker.py``), so a test can kill the worker mid-retrain."""
 
-    def __init__(self, log: Path, env: dict):
+    def __init__(self, log: Path, env: dict, *, hold_training_ms: int = 0):
         self.log, self.env, self.proc = log, env, None
+        self.hold_training_ms = hold_training_ms
+
+    def command(self) -> list[str]:
+        celery = worker_command(Path(sys.executable).parent)
+        if not self.hold_training_ms:
+            return celery
+        return [sys.executable, "-m", "tests.slowworker", str(self.hold_training_ms), *celery[1:]]
 
     def start(self) -> "Worker":
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen(
-                worker_command(Path(sys.executable).parent),
+                self.command(),
                 cwd=ROOT,
                 env=self.env,
                 stdout=log,

@@ -129,7 +129,7 @@ def _read_unit(unit: FolderUnit, limits: Limits) -> Iterator[EmailItem | Issue]:
 
 def parse_file_job(job: tuple[FolderUnit, Limits]) -> list[EmailItem | Issue]:
     """Parse one unit of a folder in a worker process: ``(unit, limits)`` -> items
-    (``annotate.importers.collection_import_emails`` with ``workers``)."""
+    (``annotate.import_emails.collection_import_emails`` with ``workers``)."""
     unit, limits = job
     return list(_read_unit(unit, limits))
 

@@ -13,7 +13,7 @@ from django.db import connection
 from django.utils import timezone
 
 from annotate.models import Judgment
-from ranking import learning
+from ranking import learning_plans
 from ranking.models import LearningModel, LearningPlan
 from tests.acceptance.stack import Browser, Figures
 from tests.learningkit import judge_one_through_api, queued_count
@@ -32,12 +32,11 @@ def test_t4_worker_killed_twenty_times_while_retraining(plan_setup, worker_env, 
     project, topic, truth, client = plan_setup
     fig = Figures(f"T4 kill -9 on the worker at a random moment of {T4_TRIALS} retrains")
     log = tmp_path / "worker.log"
-    env = {**worker_env, "SASC_FAULT_LEARNING_DELAY_MS": str(DELAY_MS)}
     rng = random.Random(4)
-    worker = Worker(log, env).start()
+    worker = Worker(log, worker_env, hold_training_ms=DELAY_MS).start()
     problems = []
     try:
-        plan = learning.learning_plan_create(
+        plan = learning_plans.learning_plan_create(
             project=project,
             topic=topic,
             budget=4 + (T4_TRIALS + 1) * BATCH,
@@ -57,7 +56,7 @@ def test_t4_worker_killed_twenty_times_while_retraining(plan_setup, worker_env, 
             time.sleep(rng.uniform(0, DELAY_MS / 1000 + 0.3))
             worker.kill()
             killed_with = LearningModel.objects.filter(plan=plan).count()
-            worker = Worker(log, env).start()
+            worker = Worker(log, worker_env, hold_training_ms=DELAY_MS).start()
             try:
                 wait_for(
                     f"version {versions + 1} after the restart",
@@ -72,7 +71,7 @@ def test_t4_worker_killed_twenty_times_while_retraining(plan_setup, worker_env, 
             fig.notes["killed_before_recording"] = fig.notes.get(
                 "killed_before_recording", 0
             ) + int(killed_with == versions)
-        worker_settled(env["CELERY_BROKER_URL"])  # a redelivered step has run by now
+        worker_settled(worker_env["CELERY_BROKER_URL"])  # a redelivered step has run by now
         models = list(LearningModel.objects.filter(plan=plan).order_by("version"))
         marks = [(m.judgment_mark, m.seed_mark) for m in models]
     finally:
@@ -142,7 +141,7 @@ def test_t5_redis_stopped_for_fifteen_seconds_under_load(
     project, topic, truth, _client = plan_setup
     storm, annotators = storm_project
     fig = Figures("T5 Redis stopped for 15 s under load (9 annotators)")
-    plan = learning.learning_plan_create(
+    plan = learning_plans.learning_plan_create(
         project=project,
         topic=topic,
         budget=200,

@@ -13,7 +13,7 @@ import zipfile
 
 import pytest
 
-from annotate import exports, importers, services
+from annotate import exports, import_labels, import_personas, import_topics, services
 from annotate.labels import FinalLabels
 from annotate.models import Document, Persona, ReferenceRelevance, ReferenceSensitivity, Topic
 from core.parsing import Issue
@@ -31,7 +31,7 @@ def test_a_topics_file_over_the_cap_is_refused_before_anything_is_parsed(
     collection, tmp_path, settings
 ):
     settings.SASC_MAX_TOPICS_PER_COLLECTION = 5
-    report = importers.topics_import(
+    report = import_topics.topics_import(
         collection=collection, path=topics_file(tmp_path / "t.txt", range(6))
     )
     assert [i.reason for i in report.errors] == [
@@ -43,13 +43,15 @@ def test_a_topics_file_over_the_cap_is_refused_before_anything_is_parsed(
 
 def test_the_topic_cap_counts_the_topics_a_collection_already_has(collection, tmp_path, settings):
     settings.SASC_MAX_TOPICS_PER_COLLECTION = 5
-    importers.topics_import(collection=collection, path=topics_file(tmp_path / "a", range(3)))
+    import_topics.topics_import(collection=collection, path=topics_file(tmp_path / "a", range(3)))
     # 1 and 2 are already there (updated, not added): 3 + 2 new = 5 is allowed, 3 + 3 is not.
-    report = importers.topics_import(
+    report = import_topics.topics_import(
         collection=collection, path=topics_file(tmp_path / "b", [1, 2, 3, 4])
     )
     assert report.ok and report.created == 2
-    report = importers.topics_import(collection=collection, path=topics_file(tmp_path / "c", [9]))
+    report = import_topics.topics_import(
+        collection=collection, path=topics_file(tmp_path / "c", [9])
+    )
     assert [i.reason for i in report.errors] == [
         "the collection has 5 topics and this file adds 1: over the 5 topics a collection may "
         "hold (SASC_MAX_TOPICS_PER_COLLECTION); nothing was stored"
@@ -61,7 +63,7 @@ def test_a_million_line_topics_file_is_refused_in_well_under_a_second(collection
     """The issue's file: 10^6 lines, 200,000 topics, once accepted whole."""
     path = topics_file(tmp_path / "million.txt", range(200_000))
     started = time.perf_counter()
-    report = importers.topics_import(collection=collection, path=path)
+    report = import_topics.topics_import(collection=collection, path=path)
     assert time.perf_counter() - started < 3
     assert "file holds 200000 topics" in report.errors[0].reason
     assert not Topic.objects.exists()
@@ -74,7 +76,7 @@ def test_a_qrels_file_over_the_line_cap_is_refused_and_nothing_stored(
     settings.SASC_MAX_QRELS_LINES = 3
     path = tmp_path / "q.txt"
     path.write_text("1 0 sample/easy-ham-1-00001.eml 1\n" * 4)
-    report = importers.qrels_import(collection=sample_collection, path=path)
+    report = import_labels.qrels_import(collection=sample_collection, path=path)
     assert [i.reason for i in report.errors] == [
         "file has 4 lines, over the 3 line limit (SASC_MAX_QRELS_LINES); nothing was stored"
     ]
@@ -155,12 +157,12 @@ def test_qrels_and_topic_ids_that_are_not_one_field_are_refused_by_line(collecti
     ]
     path = tmp_path / "t.txt"
     path.write_text("<top>\n<num> Number: 401 extra\n<title> t\n</top>\n")
-    report = importers.topics_import(collection=collection, path=path)
+    report = import_topics.topics_import(collection=collection, path=path)
     assert [str(i) for i in report.errors] == [
         "t.txt:line 2: topic number '401 extra' holds whitespace (' ') at position 4"
     ]
     path.write_text(".I 1\n.W\nq\n.I " + "9" * 33 + "\n.W\nq\n")
-    report = importers.topics_import(collection=collection, path=path, fmt="smart")
+    report = import_topics.topics_import(collection=collection, path=path, fmt="smart")
     assert report.created == 1 and "over the 32 limit" in report.errors[0].reason
 
 
@@ -201,7 +203,7 @@ def test_personas_with_control_characters_or_overlong_fields_are_refused(tmp_pat
             ]
         )
     )
-    report = importers.personas_import(path=path)
+    report = import_personas.personas_import(path=path)
     assert [(i.where, i.reason) for i in report.errors] == [
         ("item 1", "field 'name' holds a control character (newline, tab, NUL...)"),
         ("item 2", "field 'nickname' is 101 characters, over the 100 limit"),
@@ -245,12 +247,12 @@ def test_qrels_import_memory_does_not_grow_with_the_file(labelled, tmp_path):
     """4,000 and 40,000 lines: the peak of Python allocations stays nearly the same (it grew
     by some 880 bytes a line when every line was held as a model instance)."""
     small = _peak(
-        lambda: importers.qrels_import(
+        lambda: import_labels.qrels_import(
             collection=labelled, path=_qrels(tmp_path / "s", 2), source="s"
         )
     )
     large = _peak(
-        lambda: importers.qrels_import(
+        lambda: import_labels.qrels_import(
             collection=labelled, path=_qrels(tmp_path / "l", 20), source="l"
         )
     )
@@ -262,10 +264,10 @@ def test_qrels_import_memory_does_not_grow_with_the_file(labelled, tmp_path):
 def test_duplicate_label_lines_across_chunks_are_reported_with_their_first_line(
     labelled, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(importers, "LABEL_CHUNK", 3)
+    monkeypatch.setattr(import_labels, "LABEL_CHUNK", 3)
     path = tmp_path / "q.txt"
     path.write_text("1 0 D1 1\n1 0 D2 1\n1 0 D3 1\n1 0 D4 1\n1 0 D1 2\n1 0 D4 0\n")
-    report = importers.qrels_import(collection=labelled, path=path)
+    report = import_labels.qrels_import(collection=labelled, path=path)
     assert report.created == 4
     assert [str(i) for i in report.errors] == [
         "q.txt:line 5: duplicate judgment for topic 1, document D1 (first on line 1)",
@@ -275,13 +277,13 @@ def test_duplicate_label_lines_across_chunks_are_reported_with_their_first_line(
 
 
 def test_sensitivity_labels_are_read_in_chunks_too(labelled, tmp_path, monkeypatch):
-    monkeypatch.setattr(importers, "LABEL_CHUNK", 2)
+    monkeypatch.setattr(import_labels, "LABEL_CHUNK", 2)
     persona = Persona.objects.create(name="P")
     path = tmp_path / "s.txt"
     path.write_text("* 0 D1 1\n1 0 D1 0\n2 0 D2 1\n* 0 D1 0\n")
-    report = importers.sensitivity_import(collection=labelled, persona=persona, path=path)
+    report = import_labels.sensitivity_import(collection=labelled, persona=persona, path=path)
     assert report.created == 3
     assert [i.where for i in report.errors] == ["line 4"]
-    again = importers.sensitivity_import(collection=labelled, persona=persona, path=path)
+    again = import_labels.sensitivity_import(collection=labelled, persona=persona, path=path)
     assert (again.created, again.unchanged) == (0, 3)
     assert ReferenceSensitivity.objects.count() == 3

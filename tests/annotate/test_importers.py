@@ -4,7 +4,14 @@ from pathlib import Path
 import pytest
 from django.db import IntegrityError
 
-from annotate import importers, services
+from annotate import (
+    import_documents,
+    import_labels,
+    import_personas,
+    import_report,
+    import_topics,
+    services,
+)
 from annotate.models import (
     Attachment,
     Collection,
@@ -126,14 +133,14 @@ def test_a_failed_batch_leaves_no_document_without_its_attachments(
     box.mkdir()
     (box / "a.eml").write_bytes((EDGE / "attachments.eml").read_bytes())
 
-    insert = importers.rows_insert
+    insert = import_documents.rows_insert
 
     def fail(model, objs, **kwargs):
         if model is Attachment:
             raise RuntimeError("disk full while writing attachments")
         return insert(model, objs, **kwargs)
 
-    monkeypatch.setattr(importers, "rows_insert", fail)
+    monkeypatch.setattr(import_documents, "rows_insert", fail)
     with pytest.raises(RuntimeError):
         services.import_run(collection=collection, fmt="emails", path=box)
     assert not Document.objects.filter(collection=collection).exists()
@@ -148,7 +155,7 @@ def test_concurrent_insert_of_the_same_docid_falls_back_to_one_by_one(collection
     box.mkdir()
     for s in ("one", "two"):
         (box / f"{s}.eml").write_text(MSG.format(s=s))
-    writer = importers._DocumentWriter(collection, importers.ImportReport())
+    writer = import_documents.DocumentWriter(collection, import_report.ImportReport())
     from core.parsing.sources import iter_emails
 
     for item in iter_emails(box):
@@ -184,7 +191,7 @@ Relevant: documents about it.
 def test_topics_import_reports_bad_blocks_by_line_and_updates_on_rerun(collection, tmp_path):
     path = tmp_path / "topics.txt"
     path.write_bytes(TOPICS)
-    report = importers.topics_import(collection=collection, path=path)
+    report = import_topics.topics_import(collection=collection, path=path)
     assert report.created == 2
     assert [str(i) for i in report.errors] == ["topics.txt:line 9: topic 8 has no <title>"]
     t7 = Topic.objects.get(collection=collection, number="7")
@@ -194,7 +201,7 @@ def test_topics_import_reports_bad_blocks_by_line_and_updates_on_rerun(collectio
         "Relevant: documents about it.",
     )
     path.write_bytes(TOPICS.replace(b"ninth", b"ninth, revised"))
-    report = importers.topics_import(collection=collection, path=path)
+    report = import_topics.topics_import(collection=collection, path=path)
     assert (report.created, report.updated, report.unchanged) == (0, 1, 1)
 
 
@@ -207,7 +214,7 @@ def test_qrels_import_names_unknown_topics_and_documents_and_never_duplicates(
     path.write_text(
         f"1 0 {docid} 2\n1 0 no-such-doc 1\n99 0 {docid} 1\n1 0 {docid}\n1 0 {docid} high\n"
     )
-    report = importers.qrels_import(collection=sample_collection, path=path)
+    report = import_labels.qrels_import(collection=sample_collection, path=path)
     assert report.created == 1
     assert [str(i) for i in report.errors] == [
         "q.txt:line 2: unknown document 'no-such-doc' in this collection",
@@ -215,10 +222,10 @@ def test_qrels_import_names_unknown_topics_and_documents_and_never_duplicates(
         "q.txt:line 4: expected 4 columns, found 3",
         "q.txt:line 5: grade 'high' is not an integer",
     ]
-    importers.qrels_import(collection=sample_collection, path=path)
+    import_labels.qrels_import(collection=sample_collection, path=path)
     assert ReferenceRelevance.objects.count() == 1
     path.write_text(f"1 0 {docid} 1\n")
-    report = importers.qrels_import(collection=sample_collection, path=path)
+    report = import_labels.qrels_import(collection=sample_collection, path=path)
     assert report.updated == 1
     assert ReferenceRelevance.objects.get().grade == 1
 
@@ -230,14 +237,18 @@ def test_sensitivity_labels_per_topic_and_for_all_topics(sample_collection, tmp_
     path = tmp_path / "s.txt"
     other = "sample/easy-ham-1-00014.eml"
     path.write_text(f"* 0 {docid} 1\n1 0 {docid} 0\n1 0 {other} 2\n")
-    report = importers.sensitivity_import(collection=sample_collection, persona=persona, path=path)
+    report = import_labels.sensitivity_import(
+        collection=sample_collection, persona=persona, path=path
+    )
     assert report.created == 2
     assert [str(i) for i in report.errors] == ["s.txt:line 3: label must be 0 or 1, not 2"]
-    importers.sensitivity_import(collection=sample_collection, persona=persona, path=path)
+    import_labels.sensitivity_import(collection=sample_collection, persona=persona, path=path)
     assert ReferenceSensitivity.objects.count() == 2
     assert ReferenceSensitivity.objects.get(topic__isnull=True).sensitive is True
     path.write_text(f"* 0 {docid} 0\n1 0 {docid} 1\n1 0 {other} 1\n")
-    report = importers.sensitivity_import(collection=sample_collection, persona=persona, path=path)
+    report = import_labels.sensitivity_import(
+        collection=sample_collection, persona=persona, path=path
+    )
     assert (report.created, report.updated) == (1, 2)
     assert sorted(
         ReferenceSensitivity.objects.values_list("topic_id", "document__docid", "sensitive"),
@@ -251,7 +262,7 @@ def test_personas_import_validates_fields(tmp_path, db):
         '[{"name": "Ann", "occupation": "Clerk"}, {"name": ""}, {"name": "B", "age": 3},'
         ' "x", {"name": "C", "goals": 5}]'
     )
-    report = importers.personas_import(path=path)
+    report = import_personas.personas_import(path=path)
     assert report.created == 1
     assert [(i.where, i.reason) for i in report.errors] == [
         ("item 2", "persona needs a non-empty 'name'"),
@@ -260,7 +271,7 @@ def test_personas_import_validates_fields(tmp_path, db):
         ("item 5", "every persona field must be a string"),
     ]
     path.write_text("{broken")
-    assert importers.personas_import(path=path).errors[0].reason.startswith("not valid JSON")
+    assert import_personas.personas_import(path=path).errors[0].reason.startswith("not valid JSON")
 
 
 @pytest.mark.parametrize("fmt", [f for f in services.IMPORT_FORMATS if f != "emails"])

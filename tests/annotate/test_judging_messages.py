@@ -187,17 +187,17 @@ def test_the_demo_active_learning_project_has_the_demo_guidelines(
     sample_collection, make_user, monkeypatch
 ):
     """The demo's active-learning project showed "no guidelines" on g: it now gets the file."""
-    from annotate import importers, services
+    from annotate import import_personas, services
     from annotate.models import AnnotationProject
     from config.management.commands import demo
 
     services.import_run(
         collection=sample_collection, fmt="topics-trec", path=demo.DEMO_DIR / "topics.txt"
     )
-    importers.personas_import(path=demo.DEMO_DIR / "personas.json")
+    import_personas.personas_import(path=demo.DEMO_DIR / "personas.json")
     users = [make_user(f"demo-a{i}", roles.ANNOTATOR) for i in (1, 2)]
     # The plan itself needs the Lucene index; this test is about the project.
-    monkeypatch.setattr("ranking.learning.learning_plan_create", lambda **kw: None)
+    monkeypatch.setattr("ranking.learning_plans.learning_plan_create", lambda **kw: None)
     demo.Command().create_learning_project(sample_collection, users, sample_collection.topics)
     project = AnnotationProject.objects.get(name="Demo active learning")
     assert project.guidelines == (demo.DEMO_DIR / "guidelines.md").read_text()

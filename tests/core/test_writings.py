@@ -4,7 +4,7 @@ other values are left alone."""
 
 import re
 
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from core import writings
@@ -77,7 +77,11 @@ def test_every_writing_of_a_value_is_hidden(value, cuts, seps, case, before, aft
     assert scan([text], [value]) == {value}
 
 
-@settings(max_examples=300, deadline=None)
+# Many random digit strings read as a phone number somewhere (phonenumbers knows every
+# country's plan), and those are the other rule's business: filtering them out is the point
+# of the test's domain, so Hypothesis's health check on filtering is not a warning here (it
+# failed a run with 9 kept of 59 drawn).
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(
     digits=st.from_regex(r"\A[1-9][0-9]{7,15}\Z"),
     extra=st.sampled_from(["0", "1", "9"]),

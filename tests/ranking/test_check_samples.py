@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from annotate import roles
 from annotate.models import Document, Task
-from ranking import check_samples, learning, selectors
+from ranking import check_samples, learning_plans, learning_state, learning_step, selectors
 from ranking.models import CheckSample
 from tests.learningkit import judge_next, learning_project, plan_seeded_and_judged
 
@@ -26,14 +26,14 @@ def test_the_check_sample_is_drawn_from_the_unreviewed_frame_and_queued_as_check
     plan_world,
 ):
     project, plan, _annotator, _truth = plan_world
-    before = learning.plan_state(plan)
+    before = learning_state.plan_state(plan)
     sample = check_samples.check_sample_draw(plan=plan, size=30)
     assert len(set(sample.documents)) == 30
     assert not set(sample.documents) & (set(before.labels) | before.queued)
     assert sample.frame == 160 - len(before.labels) - len(before.queued)
     tasks = Task.objects.filter(project=project, document_id__in=sample.documents)
     assert set(tasks.values_list("source", flat=True)) == {Task.Source.CHECK}
-    state = learning.plan_state(plan)
+    state = learning_state.plan_state(plan)
     assert state.check_queued == set(sample.documents)
     assert state.queued == before.queued  # the review's look-ahead is not taken by the sample
 
@@ -42,12 +42,12 @@ def test_check_sample_judgments_stay_out_of_training_and_of_the_review_budget(pl
     project, plan, annotator, truth = plan_world
     sample = check_samples.check_sample_draw(plan=plan, size=30)
     for _ in range(120):
-        if not learning.plan_state(plan).check_queued:
+        if not learning_state.plan_state(plan).check_queued:
             break
         if judge_next(project, annotator, truth) is None:
-            learning.learning_step(plan_id=plan.pk)
-    learning.learning_step(plan_id=plan.pk)
-    state = learning.plan_state(plan)
+            learning_step.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
+    state = learning_state.plan_state(plan)
     assert not state.check_queued
     assert set(sample.documents) <= set(state.labels)
     assert state.reviewed == len(state.labels) - len(state.checks)
@@ -65,10 +65,10 @@ def test_the_panel_estimates_recall_with_an_interval_and_gives_every_rule_a_verd
     check_samples.plan_stopping_set(plan=plan, recall_target=0.7, confidence=0.9)
     check_samples.check_sample_draw(plan=plan, size=60, beyond_budget=True)  # budget 40
     for _ in range(200):
-        if not learning.plan_state(plan).check_queued:
+        if not learning_state.plan_state(plan).check_queued:
             break
         if judge_next(project, annotator, truth) is None:
-            learning.learning_step(plan_id=plan.pk)
+            learning_step.learning_step(plan_id=plan.pk)
     s = selectors.plan_stopping(plan=plan)
     est = s["estimate"]
     assert est is not None and est.sampled == 60
@@ -84,9 +84,9 @@ def test_the_panel_estimates_recall_with_an_interval_and_gives_every_rule_a_verd
 
 def test_drawing_more_than_the_frame_is_refused_and_names_the_size(plan_world):
     _project, plan, _a, _t = plan_world
-    with pytest.raises(learning.PlanError, match="documents are left to draw from"):
+    with pytest.raises(learning_plans.PlanError, match="documents are left to draw from"):
         check_samples.check_sample_draw(plan=plan, size=10_00)
-    with pytest.raises(learning.PlanError, match="recall target"):
+    with pytest.raises(learning_plans.PlanError, match="recall target"):
         check_samples.plan_stopping_set(plan=plan, recall_target=1.5, confidence=0.95)
     assert not CheckSample.objects.filter(plan=plan).exists()
 
@@ -107,7 +107,7 @@ def test_a_check_sample_beyond_the_plans_budget_needs_the_leads_consent(plan_wor
     _project, plan, _a, _t = plan_world  # budget 40
     check_samples.check_sample_draw(plan=plan, size=30)
     with pytest.raises(
-        learning.PlanError, match=r"of 41 documents is 1\.0x the plan's budget of 40"
+        learning_plans.PlanError, match=r"of 41 documents is 1\.0x the plan's budget of 40"
     ):
         check_samples.check_sample_draw(plan=plan, size=11)  # 30 + 11 > 40
     assert len(CheckSample.objects.get(plan=plan).documents) == 30

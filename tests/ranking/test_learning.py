@@ -2,13 +2,15 @@
 seeding (IS, RDS, giving up), versioned idempotent retraining, the queue kept a batch ahead
 and topped up from the previous model when a retrain is late, machine labels."""
 
+import time
+
 import numpy as np
 import pytest
 from django.urls import reverse
 
 from annotate import roles
 from annotate.models import Document, Judgment, Task, Topic
-from ranking import learning
+from ranking import learning_plans, learning_queue, learning_state, learning_step
 from ranking.models import LearningModel, LearningPlan, MachineLabel
 from tests.learningkit import judge_next, learning_project
 
@@ -23,14 +25,14 @@ def setup(db, tmp_path, make_user):
 
 
 def free_documents(plan) -> int:
-    return learning.plan_state(plan).queued.__len__()
+    return learning_state.plan_state(plan).queued.__len__()
 
 
 def test_rds_walks_down_then_cal_keeps_a_batch_ahead_and_finds_the_relevant(
     setup, django_capture_on_commit_callbacks
 ):
     project, topic, annotator, truth = setup
-    plan = learning.learning_plan_create(
+    plan = learning_plans.learning_plan_create(
         project=project,
         topic=topic,
         budget=50,
@@ -40,7 +42,7 @@ def test_rds_walks_down_then_cal_keeps_a_batch_ahead_and_finds_the_relevant(
         rds_system="bm25.title",
         random_seed=3,
     )
-    learning.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.SEEDING
     assert "Walking down bm25.title" in plan.status_message
@@ -56,7 +58,7 @@ def test_rds_walks_down_then_cal_keeps_a_batch_ahead_and_finds_the_relevant(
         found += task.document.docid in truth
         # Every judgment of a learning task asks the worker for a step.
         assert len(callbacks) == 1
-        learning.learning_step(plan_id=plan.pk)
+        learning_step.learning_step(plan_id=plan.pk)
         plan.refresh_from_db()
         if plan.status == LearningPlan.Status.LEARNING:
             depths.append(free_documents(plan))
@@ -88,13 +90,40 @@ def test_retraining_twice_on_the_same_judgments_makes_one_version(setup):
     plan = _learning_plan(project, topic, truth)
     before = LearningModel.objects.filter(plan=plan).count()
     for _ in range(3):
-        learning.learning_step(plan_id=plan.pk)
+        learning_step.learning_step(plan_id=plan.pk)
     assert LearningModel.objects.filter(plan=plan).count() == before
     # A second worker that trained on the same judgments records nothing new.
-    state = learning.plan_state(plan)
-    trained = learning._train(plan, state, learning._rows(plan))
-    model, created = learning._record(plan, trained)
+    state = learning_state.plan_state(plan)
+    trained = learning_step._train(plan, state, learning_state.plan_rows(plan))
+    model, created = learning_step._record(plan, trained)
     assert not created and model.version == before
+
+
+def test_the_slow_worker_holds_a_retrain_after_training_and_before_its_version(setup, monkeypatch):
+    """The T4 tests kill a worker started through tests/slowworker.py while it holds a
+    retrain open: the hold must be on the step's path, after training and before the new
+    version is recorded."""
+    from tests import slowworker
+
+    project, topic, annotator, truth = setup
+    plan = _learning_plan(project, topic, truth)  # version 1, batches of 5
+    for _ in range(5):
+        judge_next(project, annotator, truth)
+    monkeypatch.setattr(learning_step, "scores_save", learning_step.scores_save)  # undone after
+    slowworker.hold_training(300)
+    held = learning_step.scores_save
+    versions_while_held = []
+
+    def watched(**kwargs):
+        versions_while_held.append(LearningModel.objects.filter(plan=plan).count())
+        return held(**kwargs)
+
+    monkeypatch.setattr(learning_step, "scores_save", watched)
+    started = time.perf_counter()
+    report = learning_step.learning_step(plan_id=plan.pk)
+    assert time.perf_counter() - started >= 0.3
+    assert versions_while_held == [1]
+    assert report["model"] == 2
 
 
 def _learning_plan(project, topic, truth, **kw) -> LearningPlan:
@@ -103,10 +132,10 @@ def _learning_plan(project, topic, truth, **kw) -> LearningPlan:
     relevant = sorted(truth)[:2]
     other = sorted(set(docs) - truth)[:2]
     for docid in relevant + other:
-        learning.topic_seed_mark(
+        learning_plans.topic_seed_mark(
             topic=topic, document=docs[docid], relevance=2 if docid in truth else 0
         )
-    plan = learning.learning_plan_create(
+    plan = learning_plans.learning_plan_create(
         project=project,
         topic=topic,
         budget=kw.pop("budget", 60),
@@ -114,7 +143,7 @@ def _learning_plan(project, topic, truth, **kw) -> LearningPlan:
         batch_size=kw.pop("batch_size", 5),
         **kw,
     )
-    learning.learning_step(plan_id=plan.pk)  # seeds enough: first model, two batches queued
+    learning_step.learning_step(plan_id=plan.pk)  # seeds enough: first model, two batches queued
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.LEARNING, plan.status_message
     return plan
@@ -123,34 +152,34 @@ def _learning_plan(project, topic, truth, **kw) -> LearningPlan:
 def test_interactive_search_seeds_wait_then_start_learning(setup):
     project, topic, annotator, truth = setup
     doc = Document.objects.filter(collection=project.collection, docid=sorted(truth)[0]).get()
-    learning.topic_seed_mark(topic=topic, document=doc, relevance=2, query="turbine")
-    plan = learning.learning_plan_create(
+    learning_plans.topic_seed_mark(topic=topic, document=doc, relevance=2, query="turbine")
+    plan = learning_plans.learning_plan_create(
         project=project,
         topic=topic,
         budget=30,
         candidates=LearningPlan.Candidates.COLLECTION,
         batch_percent=5,
     )
-    learning.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.SEEDING
     assert "(1 and 0 so far)" in plan.status_message
     assert not Task.objects.filter(topic=topic).exists()
     other = Document.objects.filter(collection=project.collection).exclude(docid__in=truth)[0]
-    learning.topic_seed_mark(topic=topic, document=other, relevance=0)
-    learning.learning_step(plan_id=plan.pk)
+    learning_plans.topic_seed_mark(topic=topic, document=other, relevance=0)
+    learning_step.learning_step(plan_id=plan.pk)
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.LEARNING
     model = LearningModel.objects.get(plan=plan)
     assert (model.judged, model.positives) == (2, 1)
     # Batch: 5% of 160 candidates = 8; queued: the batch being judged and one ahead.
     assert free_documents(plan) == 16
-    assert learning.plan_state(plan).gains == [1, 0]
+    assert learning_state.plan_state(plan).gains == [1, 0]
 
 
 def test_rds_gives_up_after_its_maximum_and_flags_the_topic(setup):
     project, topic, annotator, truth = setup
-    plan = learning.learning_plan_create(
+    plan = learning_plans.learning_plan_create(
         project=project,
         topic=topic,
         budget=30,
@@ -163,7 +192,7 @@ def test_rds_gives_up_after_its_maximum_and_flags_the_topic(setup):
     )
     nobody_relevant: set[str] = set()
     for _ in range(10):
-        learning.learning_step(plan_id=plan.pk)
+        learning_step.learning_step(plan_id=plan.pk)
         judge_next(project, annotator, nobody_relevant)
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.FLAGGED
@@ -188,8 +217,8 @@ def test_an_empty_queue_is_topped_up_from_the_previous_model_when_a_retrain_is_l
 def test_plans_refuse_what_cannot_work(setup):
     project, topic, annotator, truth = setup
     other = Topic.objects.create(collection=project.collection, number="2", title="x")
-    with pytest.raises(learning.PlanError) as err:
-        learning.learning_plan_create(
+    with pytest.raises(learning_plans.PlanError) as err:
+        learning_plans.learning_plan_create(
             project=project,
             topic=other,
             budget=0,
@@ -248,12 +277,12 @@ def test_lead_pages_start_plans_show_progress_and_mark_seeds(setup, login, users
     )
     assert r.status_code == 302
     plan = LearningPlan.objects.get(project=project, topic=topic)
-    learning.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
     r = lead.get(page)
     assert b"Waiting for seeds" in r.content and b"(1 and 0 so far)" in r.content
     other = Document.objects.filter(collection=project.collection).exclude(docid__in=truth)[0]
-    learning.topic_seed_mark(topic=topic, document=other, relevance=0)
-    learning.learning_step(plan_id=plan.pk)
+    learning_plans.topic_seed_mark(topic=topic, document=other, relevance=0)
+    learning_step.learning_step(plan_id=plan.pk)
     r = lead.get(page, HTTP_HX_REQUEST="true")  # the part the page polls
     assert b"<html" not in r.content
     assert b"v1 (1 in all)" in r.content and b"Learning" in r.content
@@ -292,13 +321,13 @@ def test_sensitivity_strategy_queues_likely_relevant_documents_of_uncertain_sens
         judge_next(project, annotator, truth, sensitive)
     answers = Judgment.objects.filter(task__topic=topic).values_list("persona_sensitive", flat=True)
     assert {"yes", "no"} <= set(answers)
-    assert learning.plan_state(plan).queued == set()  # both batches judged
-    done = learning.learning_step(plan_id=plan.pk)
+    assert learning_state.plan_state(plan).queued == set()  # both batches judged
+    done = learning_step.learning_step(plan_id=plan.pk)
     assert done["picked_by"] == "sensitivity" and done["added"] == 12
     model = LearningModel.objects.filter(plan=plan).latest()
-    added = learning.plan_state(plan).queued
+    added = learning_state.plan_state(plan).queued
     scores = np.load(model.scores_path)
-    row_of = {d: i for i, d in enumerate(learning._rows(plan)[0].docids)}
+    row_of = {d: i for i, d in enumerate(learning_state.plan_rows(plan)[0].docids)}
     docids = dict(Document.objects.filter(pk__in=added).values_list("pk", "docid"))
     # Picked among the likely relevant only (P(relevant) >= 0.5 under the selector).
     assert all(scores[row_of[docids[pk]]] >= 0.5 for pk in added)
@@ -332,15 +361,15 @@ def test_a_rebuilt_index_makes_the_step_retrain_on_it_instead_of_reading_old_sco
     # An upload grows the collection and the index is rebuilt (version 2, 200 rows): the
     # old scores have 160 rows. Reading them against the new rows crashed with IndexError.
     _add_documents(project.collection, tmp_path)
-    assert learning.queue_top_up(project=project) == 0  # the web never uses the old scores
-    report = learning.learning_step(plan_id=plan.pk)
+    assert learning_queue.queue_top_up(project=project) == 0  # the web never uses the old scores
+    report = learning_step.learning_step(plan_id=plan.pk)
     latest = LearningModel.objects.filter(plan=plan).latest()
     assert latest.index_version == 2 and latest.version == first.version + 1
     assert report["model"] == latest.version
     assert np.load(latest.scores_path).shape == (200,)
     assert MachineLabel.objects.filter(model_version=latest.version).exists()
     # The same judgments on the same index: one version, however often the step runs.
-    learning.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
     assert LearningModel.objects.filter(plan=plan).count() == latest.version
 
 
@@ -348,14 +377,14 @@ def test_scores_of_another_index_version_are_never_paired_with_its_rows(setup, t
     project, topic, annotator, truth = setup
     plan = _learning_plan(project, topic, truth)
     model = LearningModel.objects.filter(plan=plan).latest()
-    rows = learning._rows(plan)
-    assert learning._scores_usable(model, rows)
+    rows = learning_state.plan_rows(plan)
+    assert learning_state.scores_usable(model, rows)
     _add_documents(project.collection, tmp_path)
-    newer = learning._rows(plan)
+    newer = learning_state.plan_rows(plan)
     assert newer.index_version == 2 and len(newer.matrix.docids) == 200
-    assert not learning._scores_usable(model, newer)
-    state = learning.plan_state(plan)
-    assert learning.machine_labels_write(plan=plan, model=model, rows=newer, state=state) == 0
+    assert not learning_state.scores_usable(model, newer)
+    state = learning_state.plan_state(plan)
+    assert learning_step.machine_labels_write(plan=plan, model=model, rows=newer, state=state) == 0
 
 
 def test_a_plan_whose_candidates_run_out_finishes_saying_why(setup):
@@ -363,8 +392,8 @@ def test_a_plan_whose_candidates_run_out_finishes_saying_why(setup):
     # 160 candidates, a budget of 500: the budget can never be spent.
     plan = _learning_plan(project, topic, truth, budget=500, batch_size=40)
     while judge_next(project, annotator, truth) is not None:
-        learning.learning_step(plan_id=plan.pk)
-    learning.learning_step(plan_id=plan.pk)
+        learning_step.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.FINISHED
     assert "every one of the 160 candidates" in plan.status_message
@@ -375,7 +404,7 @@ def test_a_spent_budget_finishes_the_plan(setup):
     project, topic, annotator, truth = setup
     plan = _learning_plan(project, topic, truth, budget=12, batch_size=5)
     while judge_next(project, annotator, truth) is not None:
-        learning.learning_step(plan_id=plan.pk)
+        learning_step.learning_step(plan_id=plan.pk)
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.FINISHED
     assert plan.status_message.startswith("Budget spent: 12 documents judged")
@@ -387,7 +416,7 @@ def test_a_plan_whose_round_was_closed_stops_saying_why(setup):
     judge_next(project, annotator, truth)
     plan.round.is_open = False
     plan.round.save(update_fields=["is_open"])
-    learning.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.FINISHED
     assert f"round {plan.round.number} was closed" in plan.status_message
@@ -404,7 +433,7 @@ def test_a_failed_step_shows_its_reason_on_the_plan(setup, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(learning, "_train", broken)
+    monkeypatch.setattr(learning_step, "_train", broken)
     with pytest.raises(RuntimeError):
         learning_step_task.apply(args=[plan.pk], throw=True)
     plan.refresh_from_db()

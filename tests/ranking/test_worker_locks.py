@@ -13,7 +13,7 @@ from django.db import OperationalError, connection, transaction
 
 from annotate import roles
 from annotate.models import Document, Job
-from ranking import learning
+from ranking import learning_plans, learning_step, seeding
 from ranking.models import LearningPlan
 from tests.learningkit import learning_project
 
@@ -78,7 +78,7 @@ def test_a_web_write_does_not_wait_while_the_worker_searches_lucene_for_rds(
     plan_world, monkeypatch
 ):
     project, topic, _truth = plan_world
-    plan = learning.learning_plan_create(
+    plan = learning_plans.learning_plan_create(
         project=project,
         topic=topic,
         budget=20,
@@ -86,9 +86,9 @@ def test_a_web_write_does_not_wait_while_the_worker_searches_lucene_for_rds(
         candidates=LearningPlan.Candidates.COLLECTION,
         batch_size=5,
     )
-    slow = SlowStep(learning._system_ranking)
-    monkeypatch.setattr(learning, "_system_ranking", slow)
-    took = web_write_while(slow, lambda: learning.learning_step(plan_id=plan.pk))
+    slow = SlowStep(seeding._system_ranking)
+    monkeypatch.setattr(seeding, "_system_ranking", slow)
+    took = web_write_while(slow, lambda: learning_step.learning_step(plan_id=plan.pk))
     assert slow.in_transaction is False
     assert took < 2.0
     plan.refresh_from_db()
@@ -99,17 +99,19 @@ def test_a_web_write_does_not_wait_while_the_worker_trains(plan_world, monkeypat
     project, topic, truth = plan_world
     docs = {d.docid: d for d in Document.objects.filter(collection=project.collection)}
     for docid in sorted(truth)[:2] + sorted(set(docs) - truth)[:2]:
-        learning.topic_seed_mark(topic=topic, document=docs[docid], relevance=2 * (docid in truth))
-    plan = learning.learning_plan_create(
+        learning_plans.topic_seed_mark(
+            topic=topic, document=docs[docid], relevance=2 * (docid in truth)
+        )
+    plan = learning_plans.learning_plan_create(
         project=project,
         topic=topic,
         budget=20,
         candidates=LearningPlan.Candidates.COLLECTION,
         batch_size=5,
     )
-    slow = SlowStep(learning.active.train)
-    monkeypatch.setattr(learning.active, "train", slow)
-    took = web_write_while(slow, lambda: learning.learning_step(plan_id=plan.pk))
+    slow = SlowStep(learning_step.active.train)
+    monkeypatch.setattr(learning_step.active, "train", slow)
+    took = web_write_while(slow, lambda: learning_step.learning_step(plan_id=plan.pk))
     assert slow.in_transaction is False
     assert took < 2.0
     assert plan.models.count() == 1

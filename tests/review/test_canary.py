@@ -14,7 +14,7 @@ from django.urls import reverse
 from annotate.models import Attachment
 from core import writings
 from ranking.services import index_build
-from review import redaction, services
+from review import redaction, releases
 from review.models import Decision, ReviewRequest, SearchLog
 from tests.acceptance.stack import report
 from tests.reviewkit import searcher_search
@@ -81,7 +81,7 @@ def canaries(published, users):
         text=f"statement for {WRITINGS[2]}",
     )
     index_build(collection_id=c.pk, force=True)
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=withheld, kind="withhold"
     )
     spans = [
@@ -92,7 +92,7 @@ def canaries(published, users):
     redaction.redaction_save(
         archivist=users["archivist"], persona=persona, document=redacted, spans=spans
     )
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=redacted, kind="release"
     )
     return c, persona, hidden

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from annotate.entities import collection_entities_detect
 from ranking.services import collection_near_duplicates, index_build
-from review import selectors, services, visibility
+from review import releases, selectors, visibility
 from review.models import AuditEvent, Decision, ReviewRequest
 from tests.reviewkit import review_requests_pending, searcher_search
 
@@ -111,8 +111,8 @@ def test_a_group_decision_skips_what_another_archivist_decided_meanwhile(copies,
     archivist = login(users["archivist"])
     items = [f"{persona.pk}-{a.pk}", f"{persona.pk}-{b.pk}"]
     archivist.get(reverse("review-group"), {"item": items})
-    services.review_decide(archivist=users["lead"], persona=persona, document=b, kind="release")
-    outcome = services.review_decide_group(
+    releases.review_decide(archivist=users["lead"], persona=persona, document=b, kind="release")
+    outcome = releases.review_decide_group(
         archivist=users["archivist"], items=[(persona, a), (persona, b)], kind="withhold"
     )
     assert [d.document_id for d in outcome.decided] == [a.pk]
@@ -124,10 +124,10 @@ def test_a_bad_group_decision_records_nothing(copies, users, login):
     c, persona, a, b, other = copies
     _queue(users["searcher"], persona, [a, b])
     login(users["archivist"]).get(reverse("review-group"), {"item": [f"{persona.pk}-{a.pk}"]})
-    with pytest.raises(services.DecisionError):
-        services.review_decide_group(archivist=users["archivist"], items=[(persona, a)], kind="x")
-    with pytest.raises(services.DecisionError):
-        services.review_decide_group(archivist=users["archivist"], items=[], kind="release")
+    with pytest.raises(releases.DecisionError):
+        releases.review_decide_group(archivist=users["archivist"], items=[(persona, a)], kind="x")
+    with pytest.raises(releases.DecisionError):
+        releases.review_decide_group(archivist=users["archivist"], items=[], kind="release")
     assert not Decision.objects.exists()
 
 

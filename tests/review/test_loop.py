@@ -13,7 +13,7 @@ from annotate.models import Document
 from core import measures
 from ranking import classifier
 from ranking.models import SensitivityModel
-from review import selectors, services
+from review import releases, selectors
 from review.models import AuditEvent, Publication, ReviewRequest, SearchLog
 from tests.reviewkit import searcher_search
 
@@ -143,7 +143,7 @@ def test_the_loop_report_measures_each_search_session(published, login, users):
     assert search.shown and len(pending) >= 2
     keep, hold = pending[0].document, pending[1].document
     for doc, kind in ((keep, "release"), (hold, "withhold")):
-        services.review_decide(
+        releases.review_decide(
             archivist=users["archivist"], persona=persona, document=doc, kind=kind
         )
     opened = search.shown[0]
@@ -181,13 +181,13 @@ def test_the_loop_report_measures_each_search_session(published, login, users):
     assert row.o_cs_dcg == pytest.approx(expected) and totals["measured"] == 1
     assert totals["sensitive_shown"] == 0
     # A released document later withheld is charged as a sensitive document shown.
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=keep, kind="withhold"
     )
     (after,), totals = selectors.loop_sessions(collection=c, k=10, effort=0.5)
     assert totals["sensitive_shown"] == 1 and after.o_cs_dcg < row.o_cs_dcg - 11
     # A shown document withheld afterwards counts as a sensitive document shown.
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"],
         persona=persona,
         document=Document.objects.get(pk=opened),
@@ -232,7 +232,7 @@ def test_earlier_decisions_on_near_duplicates_are_shown(published, login, users)
     index_build(collection_id=c.pk, force=True)
     similar = dict(near_duplicates(collection=c, docid=copy.docid))
     assert similar.get(original.docid, 0) >= 0.8 and copy.docid not in similar
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=original, kind="withhold"
     )
     page = login(users["archivist"]).get(reverse("review-item", args=[persona.pk, copy.pk]))
@@ -245,7 +245,7 @@ def test_a_lead_reopens_a_decision_and_the_document_is_asked_about_again(publish
     searcher = login(users["searcher"])
     first = _search(searcher, c, "razor")
     doc = ReviewRequest.objects.filter(search=first).order_by("rank").first().document
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=doc, kind="withhold"
     )
     again = _search(searcher, c, "razor")
@@ -262,8 +262,8 @@ def test_a_lead_reopens_a_decision_and_the_document_is_asked_about_again(publish
     )
     third = _search(login(users["searcher"]), c, "razor")
     assert ReviewRequest.objects.filter(search=third, document=doc).exists()
-    with pytest.raises(services.DecisionError, match="no decision in force"):
-        services.review_reopen(lead=users["lead"], persona=persona, document=doc)
+    with pytest.raises(releases.DecisionError, match="no decision in force"):
+        releases.review_reopen(lead=users["lead"], persona=persona, document=doc)
     for role in ("searcher", "archivist", "annotator"):
         client = login(users[role])
         assert client.get(reverse("review-decisions")).status_code in (403, 404)

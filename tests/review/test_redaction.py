@@ -12,7 +12,7 @@ from annotate.entities import collection_entities_detect
 from annotate.models import Attachment
 from core import lucene
 from ranking.services import index_build
-from review import copies, redaction, services, visibility
+from review import copies, redaction, releases, services, visibility
 from review.models import AuditEvent, Redaction, SearchLog
 from tests.reviewkit import searcher_search, with_a_quoting_copy
 
@@ -63,7 +63,7 @@ def _redact(users, persona, doc, **kw):
     made = redaction.redaction_save(
         archivist=users["archivist"], persona=persona, document=doc, spans=_number_spans(doc), **kw
     )
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=doc, kind="release"
     )
     return made
@@ -113,7 +113,7 @@ def test_every_occurrence_of_a_redacted_number_goes_attachments_included(account
     redaction.redaction_save(
         archivist=users["archivist"], persona=persona, document=doc, spans=spans
     )
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=doc, kind="release"
     )
     view = visibility.view(c.publication)
@@ -248,7 +248,7 @@ def test_a_redacted_number_is_not_found_through_a_released_quoting_copy(copy_pai
         quote.docid,
     }
     _redact(users, persona, doc)
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=quote, kind="release"
     )
     view = visibility.view(c.publication)
@@ -356,7 +356,7 @@ def test_a_4_and_a_12_digit_redacted_number_look_and_score_the_same(twins, login
             document=d,
             spans=[{**span, "kind": "typed", "reason": "financial"}],
         )
-        services.review_decide(
+        releases.review_decide(
             archivist=users["archivist"], persona=persona, document=d, kind="release"
         )
     hits = visibility.view(c.publication).search("kiwiword", 10)
@@ -441,7 +441,7 @@ def test_a_copy_writing_the_number_in_groups_is_hidden_too(published, users):
         published, f"Pay into account no. {NUMBER}.", f"account {NUMBER[:5]} {NUMBER[5:]}"
     )
     _redact(users, persona, doc)
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=quote, kind="release"
     )
     view = visibility.view(c.publication)

@@ -15,7 +15,7 @@ from annotate.entities import collection_entities_detect
 from annotate.models import Attachment
 from core import lucene, writings
 from ranking.services import index_build
-from review import copies, redaction, visibility
+from review import copies, redaction, releases, visibility
 from review.models import Redaction, ReviewRequest, SearchLog
 from tests.reviewkit import searcher_search
 
@@ -80,7 +80,7 @@ def mailbox(published):
 def _release_forward(users, persona, f):
     """F's new id has no classifier score: an archivist releases it, as its page suggests
     (with the same redaction as elsewhere)."""
-    copies.release_with_elsewhere(
+    releases.release_with_elsewhere(
         archivist=users["archivist"], persona=persona, document=f, choice="redact"
     )
 

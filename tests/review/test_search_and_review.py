@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from ranking.classifier import sensitivity_labels
-from review import services
+from review import releases, services
 from review.models import AuditEvent, Decision, Publication, ReviewRequest, SearchLog
 from tests.reviewkit import searcher_search
 
@@ -100,8 +100,8 @@ def test_a_withholding_that_expired_is_asked_about_again(published, login, users
     )
     searcher_search(login(users["searcher"]), c, doc.subject)
     assert ReviewRequest.objects.filter(document=doc).exists()
-    with pytest.raises(services.DecisionError, match="must end after today"):
-        services.review_decide(
+    with pytest.raises(releases.DecisionError, match="must end after today"):
+        releases.review_decide(
             archivist=users["archivist"],
             persona=persona,
             document=doc,
@@ -127,7 +127,7 @@ def test_decisions_become_labels_for_the_classifier(published, users):
     c, persona, docs, kinds = published
     withheld, released = docs[0], docs[1]
     for doc, kind in ((withheld, "withhold"), (released, "release")):
-        services.review_decide(
+        releases.review_decide(
             archivist=users["archivist"], persona=persona, document=doc, kind=kind
         )
     labels = sensitivity_labels(collection=c, persona=persona, source="decisions")
@@ -159,9 +159,9 @@ def test_one_decision_in_force_for_routing_labels_reopening_and_the_decisions_pa
     assert labels.get(live.pk) == 1 and expired.pk not in labels
     page = {d.document_id for d in selectors.decisions_in_force()}
     assert live.pk in page and expired.pk not in page
-    with pytest.raises(services.DecisionError, match="no decision in force"):
-        services.review_reopen(lead=users["lead"], persona=persona, document=expired)
-    services.review_reopen(lead=users["lead"], persona=persona, document=live)
+    with pytest.raises(releases.DecisionError, match="no decision in force"):
+        releases.review_reopen(lead=users["lead"], persona=persona, document=expired)
+    releases.review_reopen(lead=users["lead"], persona=persona, document=live)
     _released, withheld = visibility.decided(publication=publication, today=timezone.localdate())
     assert live.pk not in withheld
 

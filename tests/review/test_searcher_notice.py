@@ -14,7 +14,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from annotate import roles
-from review import selectors, services, visibility
+from review import releases, selectors, visibility
 from review.models import ReviewRequest, SearchLog
 from tests.reviewkit import searcher_search
 
@@ -51,7 +51,7 @@ def _visit(client, searcher, c, archivist, persona, release) -> tuple[list, int]
     first = SearchLog.objects.filter(searcher=searcher, query=QUERIES[0]).get()
     pending = ReviewRequest.objects.filter(status="pending").count()
     assert ReviewRequest.objects.filter(search=first, document=release).exists()
-    services.review_decide(archivist=archivist, persona=persona, document=release, kind="release")
+    releases.review_decide(archivist=archivist, persona=persona, document=release, kind="release")
     for name, url in (
         ("results", reverse("searcher-results", args=[c.slug, first.pk])),
         ("released", reverse("searcher-released", args=[c.slug, first.pk])),
@@ -77,7 +77,7 @@ def _world(published, users, login, make_user, *, hidden_differences: bool):
     with transaction.atomic():
         point = transaction.savepoint()
         if hidden_differences:
-            services.review_decide(
+            releases.review_decide(
                 archivist=users["archivist"], persona=persona, document=withhold, kind="withhold"
             )
             other = login(make_user("other-searcher", roles.SEARCHER))
@@ -132,7 +132,7 @@ def test_with_no_classifier_a_first_search_shows_what_archivists_released(
     page = searcher_search(earlier, c, "razor").content.decode()
     assert 'id="results"' not in page and "How review works" in page
     asked = ReviewRequest.objects.order_by("rank", "document_id").first()
-    services.review_decide(
+    releases.review_decide(
         archivist=users["archivist"], persona=persona, document=asked.document, kind="release"
     )
     # a newcomer's first search shows it at once, with the same notice

@@ -261,7 +261,7 @@ class Command(BaseCommand):
 
     def create_learning_project(self, collection, annotators, topics):
         """Active learning on one topic: RDS down BM25 (title), then CAL in batches of 10."""
-        from ranking.learning import learning_plan_create
+        from ranking.learning_plans import learning_plan_create
 
         topic = topics.get(number="403")
         project = projects.project_create(
