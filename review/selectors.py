@@ -79,6 +79,29 @@ def pending_reviews(*, collection, persona) -> dict[str, int]:
     return {"pending_reviews": pending.values("document_id").distinct().count()}
 
 
+def decision_seconds(
+    *, collection, recent: int = 200, minimum: int = 10
+) -> tuple[float, int] | None:
+    """The archivists' median seconds per decision on ``collection`` over its ``recent``
+    newest measured decisions (``core.routing.seconds_per_decision``: gaps between an
+    archivist's consecutive decisions, pauses left out), and how many; None under
+    ``minimum`` (the publish page then uses ``ranking.classifier``'s default)."""
+    import statistics
+
+    from core.routing import seconds_per_decision
+
+    rows = (
+        Decision.objects.filter(document__collection=collection)
+        .exclude(kind=Decision.Kind.REOPEN)
+        .order_by("-decided_at", "-id")
+        .values_list("decided_by_id", "decided_at")[: 10 * recent]
+    )
+    values = seconds_per_decision((who, at.timestamp()) for who, at in rows)[-recent:]
+    if len(values) < minimum:
+        return None
+    return float(statistics.median(values)), len(values)
+
+
 @dataclass(frozen=True)
 class SearchNotice:
     """What a searcher is told about review. A function of the publication's settings and
