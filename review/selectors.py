@@ -14,6 +14,7 @@ from review.models import (
     Publication,
     Redaction,
     RedactionReason,
+    ReleaseAudit,
     ReviewRequest,
     SearchLog,
 )
@@ -611,3 +612,14 @@ def audit_events(*, action: str = ""):
 def audit_actions() -> list[str]:
     """Every action the audit log holds, sorted."""
     return list(AuditEvent.objects.values_list("action", flat=True).distinct().order_by("action"))
+
+
+def release_audits_open() -> list:
+    """The release audits being judged, each with ``left``: its sampled messages no archivist
+    has judged yet (the review queue lists them)."""
+    return list(
+        ReleaseAudit.objects.filter(status=ReleaseAudit.Status.OPEN)
+        .select_related("publication__collection", "persona")
+        .annotate(left=Count("items", filter=Q(items__sensitive__isnull=True)))
+        .order_by("created_at")
+    )
