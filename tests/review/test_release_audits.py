@@ -81,16 +81,24 @@ def test_the_last_answer_fixes_the_certificates_figures(published, users):
 
 def test_audit_answers_change_nothing_a_searcher_sees_and_train_nothing(published, users, client):
     c, persona, docs, kinds = published
+    frame = _visible(published)
+    n = release_audit.sample_size(len(frame), 0.2, 0.95).n
+    first = release_audit.draw_sample(frame, n, 7).ids[0]  # the audit below samples it
+    doc = next(d for d in docs if d.docid == first)
+    query = max(re.findall(r"[A-Za-z]{4,}", doc.subject + " " + doc.body), key=len)
     client.force_login(users["searcher"])
-    safe = next(d for d in docs if kinds[d.pk] == "safe")
-    query = max(re.findall(r"[A-Za-z]{4,}", safe.subject + " " + safe.body), key=len)
     before = _page(searcher_search(client, c, query))
     labels_before = selectors.decision_labels(collection=c, persona=persona)
-    opened = _open(published, users)
-    _judge_all(opened, users, set(_visible(published)))  # every sampled one "sensitive"
-    assert _page(searcher_search(client, c, query)) == before
+    opened = release_audits.release_audit_open(
+        publication=c.publication, user=users["lead"], margin=0.2, confidence=0.95, seed=7
+    )
+    assert opened.items.get(position=0).document == doc
+    during = _page(searcher_search(client, c, query))
+    _judge_all(opened, users, set(frame))  # every sampled one "sensitive"
+    after = _page(searcher_search(client, c, query))
+    assert before == during == after
     shown = list(SearchLog.objects.order_by("pk").values_list("shown", flat=True))
-    assert len(shown) == 2 and shown[0] == shown[1] and shown[0]
+    assert len(shown) == 3 and shown[0] == shown[1] == shown[2] and doc.pk in shown[0]
     assert selectors.decision_labels(collection=c, persona=persona) == labels_before
     assert Decision.objects.count() == 0
     for name in ("release-audit-judge", "release-certificate"):
