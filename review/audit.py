@@ -328,7 +328,34 @@ def _release_audit_cancel(e, d, names):
     return format_html("{} cancelled {}", _who(e), _audit_link(d))
 
 
+def _band(b) -> str:
+    if not isinstance(b, dict):
+        return "?"
+    shown = "published" if b.get("published") else "not published"
+    return f"[{b.get('low', '?')}, {b.get('high', '?')}), {shown}"
+
+
+def _band_change(e, d, names):
+    link = (
+        format_html(
+            '<a href="{}">{}</a>', reverse("review-publish", args=[e.collection.slug]), e.collection
+        )
+        if e.collection
+        else "a collection"
+    )
+    return format_html(
+        "{} changed the band of {} for {} from {} to {}{}",
+        _who(e),
+        link,
+        names.persona(d.get("persona")),
+        _band(d.get("old")),
+        _band(d.get("new")),
+        f" ({d['why']})" if d.get("why") else "",
+    )
+
+
 DESCRIBERS = {
+    "band-change": _band_change,
     "release-audit-open": _release_audit_open,
     "release-audit-judgment": _release_audit_judgment,
     "release-audit-certified": _release_audit_certified,

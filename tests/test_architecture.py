@@ -47,7 +47,7 @@ LAYERS = [
     # what a request, a worker or a command enters through
     (
         r"(annotate|ranking|review)\.(views|api|judging_api|lead_api|judging|lead|forms|admin|apps"
-        r"|tasks|checks|certifying|management(\..+)?)",
+        r"|tasks|checks|certifying|publishing|management(\..+)?)",
         ENTRY,
     ),
     (r"config(\..+)?", ENTRY),
