@@ -16,7 +16,16 @@ of N = 10^4 to 10^7 documents:
 - ``stopping.clopper_pearson(k, n)`` (beta quantiles; its cost does not depend on N) and
   ``stopping.estimate`` (the lead's page: one interval and the recall it implies).
 
+Then the release audit's one-sided bound (docs/release-audit.md), at the same frames and at
+samples of 149 and 459 (the zero-failure samples for 2% at 95% and 1% at 99%) and 2,000:
+``stopping.hypergeometric_upper`` (median and slowest of ``--repeat`` calls, which must stay
+under 100 ms at N = 10^7), the whole ``release_audit.certificate`` and ``sample_size``, and
+the brute force beside it (the cdf at every K the sample allows, as
+``tests/core/test_release_audit.py`` does), run in the same way where its predicted cost is
+within ``--old-budget`` and always at n = 149, k = 0; whether the two agree.
+
     .venv/bin/python bench/intervals.py [--old-budget 10] [--old-k 5] [--repeat 7] [--k 0 ...]
+        [--skip-two-sided]
 """
 
 import argparse
@@ -30,7 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core import stopping  # noqa: E402
+from core import release_audit, stopping  # noqa: E402
+from tests.core.test_release_audit import _every_k_upper  # noqa: E402
 from tests.core.test_stopping import _every_k_interval  # noqa: E402
 
 FRAMES = (10**4, 10**5, 10**6, 10**7)
@@ -72,7 +82,93 @@ def main():
     parser.add_argument(
         "--old-k", type=int, action="append", help="run the old code at this k at every N"
     )
+    parser.add_argument("--skip-two-sided", action="store_true")
     args = parser.parse_args()
+    if not args.skip_two_sided:
+        two_sided(args)
+    one_sided(args)
+
+
+def predicted_brute_upper_seconds(k: int, n: int, population: int, probes: int = 200) -> float:
+    """The brute force's time, from the cdf at ``probes`` K spread over its range."""
+    from scipy.stats import hypergeom
+
+    first, last = k, population - (n - k)
+    ks = np.unique(np.linspace(first, last, probes).astype(np.int64))
+    started = time.perf_counter()
+    hypergeom.cdf(k, population, ks, n)
+    return (time.perf_counter() - started) / len(ks) * (last - first + 1)
+
+
+def one_sided(args):
+    c = args.confidence
+    print()
+    print(
+        f"one-sided (release audit), confidence {c:g}; median (max) of {args.repeat} calls; "
+        f"brute force: one call where predicted <= {args.old_budget:g} s, and at n = 149, k = 0"
+    )
+    header = (
+        f"{'N':>10} {'n':>5} {'k':>4} {'U':>9} {'upper ms':>14} {'certificate ms':>15} "
+        f"{'brute s':>16} {'same':>5}"
+    )
+    print(header)
+    print("-" * len(header))
+    worst = 0.0
+    for population in FRAMES:
+        for n in (149, 459, 2000):
+            for k in sorted({0, 1, 5, n // 50, n // 10}):
+                upper, times = timed(
+                    lambda k=k, n=n, population=population: stopping.hypergeometric_upper(
+                        k, n, population, c
+                    ),
+                    args.repeat,
+                )
+                worst = max(worst, max(times))
+                _cert, cert_times = timed(
+                    lambda k=k, n=n, population=population: release_audit.certificate(
+                        population, n, k, c
+                    ),
+                    args.repeat,
+                )
+                predicted = predicted_brute_upper_seconds(k, n, population)
+                if predicted <= args.old_budget or (k == 0 and n == 149):
+                    brute, brute_times = timed(
+                        lambda k=k, n=n, population=population: _every_k_upper(k, n, population, c),
+                        1,
+                    )
+                    brute_s = f"{brute_times[0]:.2f}"
+                    same = "yes" if brute == upper else "NO"
+                else:
+                    brute_s, same = f"skipped (~{predicted:.0f})", "-"
+                ms = f"{statistics.median(times) * 1e3:.1f} ({max(times) * 1e3:.1f})"
+                cert_ms = f"{statistics.median(cert_times) * 1e3:.1f}"
+                print(
+                    f"{population:>10,} {n:>5} {k:>4} {upper:>9,} {ms:>14} {cert_ms:>15} "
+                    f"{brute_s:>16} {same:>5}",
+                    flush=True,
+                )
+    print(f"slowest hypergeometric_upper call: {worst * 1e3:.1f} ms (limit 100 ms)")
+    print()
+    print("sample_size (the calculator) at N = 10^7: median (max) ms")
+    for margin, confidence, prevalence in (
+        (0.02, 0.95, 0.0),
+        (0.01, 0.99, 0.0),
+        (0.02, 0.95, 0.05),
+        (0.01, 0.99, 0.05),
+    ):
+        size, times = timed(
+            lambda m=margin, cc=confidence, p=prevalence: release_audit.sample_size(
+                10**7, m, cc, prevalence=p
+            ),
+            args.repeat,
+        )
+        print(
+            f"  margin {margin:g}, confidence {confidence:g}, prevalence {prevalence:g}: "
+            f"n = {size.n:,}; {statistics.median(times) * 1e3:.1f} ({max(times) * 1e3:.1f}) ms"
+        )
+
+
+def two_sided(args):
     ks = args.k or [0, 1, 5, 20, 100]
     old_ks = set(args.old_k or [5])
     n, c = args.n, args.confidence

@@ -10,6 +10,7 @@ from config.home import home
 from config.login import LoginView
 from core.params import IdConverter
 from ranking import views as ranking_views
+from review import certifying, publishing
 from review import views as review_views
 
 register_converter(IdConverter, "id")
@@ -208,6 +209,15 @@ urlpatterns = [
         "review/<id:persona_id>/<id:document_id>/reopen/",
         review_views.reopen,
         name="review-reopen",
+    ),
+    path("review/publish/<slug:slug>/", publishing.publish, name="review-publish"),
+    path("review/audits/<slug:slug>/", certifying.audits, name="release-audits"),
+    path("review/audit/<id:audit_id>/judge/", certifying.judge, name="release-audit-judge"),
+    path("review/audit/<id:audit_id>/cancel/", certifying.cancel, name="release-audit-cancel"),
+    path(
+        "review/audit/<id:audit_id>/certificate/",
+        certifying.certificate,
+        name="release-certificate",
     ),
     path("review/<id:persona_id>/<id:document_id>/", review_views.item, name="review-item"),
     path(

@@ -15,8 +15,12 @@ Features of a message:
 Logistic regression, C and class weight chosen by grid search with 5-fold stratified
 cross-validation on F1 (or F2, which favours recall), probabilities calibrated (sigmoid,
 5-fold), the decision threshold tuned for the same measure on out-of-fold probabilities.
+The same out-of-fold probabilities calibrate the classifier a second time, measured
+(``core.calibration``: isotonic or Platt, the Brier score before and after, reliability
+bins): ``Trained.probabilities`` gives the calibrated P(sensitive) that routing reads.
 The report gives cross-validated precision, recall, F1, F2, accuracy and balanced accuracy
-and the most influential features.
+(at the threshold, on the classifier's own probabilities), the most influential features
+and the calibration's measurements.
 """
 
 import math
@@ -25,6 +29,7 @@ from datetime import datetime
 
 import numpy as np
 
+from core import calibration
 from core.recognisers import KINDS
 
 METADATA = [
@@ -262,10 +267,16 @@ class Report:
     top_sensitive: list[tuple[str, float]]
     top_not_sensitive: list[tuple[str, float]]
     baseline_f1: float = 0.0  # F1 of calling every document sensitive
-    # The lowest out-of-fold P(sensitive) of a document labelled sensitive: below it the
-    # classifier let no known sensitive document through in cross-validation.
+    # The lowest out-of-fold P(sensitive) of a document labelled sensitive, calibrated (the
+    # scale routing's band reads): below it the classifier let no known sensitive document
+    # through in cross-validation. ``p_sensitive_min_raw``: the same before calibration.
     p_sensitive_min: float = 0.0
+    p_sensitive_min_raw: float = 0.0
+    threshold_calibrated: float = 0.0  # ``threshold`` on the calibrated scale
     warning: str = ""
+    # ``core.calibration.Assessment.as_dict``: method, labels, Brier before / after,
+    # reliability bins, the trust sentence.
+    calibration: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -273,9 +284,21 @@ class Report:
 
 @dataclass
 class Trained:
-    model: object  # calibrated classifier: predict_proba
-    threshold: float
+    model: object  # scikit-learn's sigmoid-calibrated classifier: predict_proba
+    threshold: float  # on the model's own probabilities (``report.threshold``)
     report: Report
+    # Maps the model's probabilities to calibrated ones (None: the identity).
+    calibrator: calibration.Calibrator | None = None
+    oof: np.ndarray | None = None  # the labelled rows' out-of-fold probabilities (model's)
+
+    def raw_probabilities(self, matrix) -> np.ndarray:
+        """P(sensitive) of each row as the model gives it."""
+        return self.model.predict_proba(matrix)[:, 1]
+
+    def probabilities(self, matrix) -> np.ndarray:
+        """Calibrated P(sensitive) of each row: what routing reads."""
+        raw = self.raw_probabilities(matrix)
+        return raw if self.calibrator is None else self.calibrator.apply(raw)
 
 
 GRID = {"C": [0.1, 1.0, 10.0, 100.0], "class_weight": [None, "balanced"]}
@@ -358,14 +381,21 @@ def train(matrix, labels, names: list[str], *, objective: str = "f1", seed: int 
         top_not_sensitive=[(names[i], round(float(coef[i]), 4)) for i in order[:15]],
     )
     report.baseline_f1 = 2 * positives / (len(y) + positives)
-    report.p_sensitive_min = float(oof[y == 1].min())
+    # The second calibration, on the same out-of-fold probabilities (no second CV of the
+    # model): the stored and routed P(sensitive) are the model's through this calibrator.
+    assessment = calibration.assess(oof, y, seed=seed)
+    calibrator = assessment.calibrator
+    report.calibration = assessment.as_dict()
+    report.p_sensitive_min_raw = float(oof[y == 1].min())
+    report.p_sensitive_min = float(calibrator.apply(report.p_sensitive_min_raw))
+    report.threshold_calibrated = float(calibrator.apply(threshold))
     if report.balanced_accuracy < 0.6 or report.f1 <= report.baseline_f1 + 0.01:
         report.warning = (
             f"no better than chance (balanced accuracy {report.balanced_accuracy:.2f}; F1 "
             f"{report.f1:.2f} against {report.baseline_f1:.2f} for calling everything "
             "sensitive): more, or more consistent, labels are needed before relying on it"
         )
-    return Trained(calibrated, threshold, report)
+    return Trained(calibrated, threshold, report, calibrator, oof)
 
 
 def coefficients(model) -> np.ndarray:

@@ -85,6 +85,19 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     return lo, hi
 
 
+def clopper_pearson_upper(k: int, n: int, confidence: float = 0.95) -> float:
+    """Return the one-sided Clopper-Pearson upper bound of a proportion, k of n: the
+    ``confidence`` quantile of Beta(k + 1, n - k) (1 when k = n; 1 when n = 0, nothing
+    seen). The binomial bound: it treats the sample as drawn with replacement, so on a
+    finite frame it is wider than ``hypergeometric_upper`` scaled to the frame."""
+    from scipy.stats import beta
+
+    _check(k, n, confidence)
+    if n == 0 or k == n:
+        return 1.0
+    return float(beta.ppf(confidence, k + 1, n - k))
+
+
 def hypergeometric_interval(
     k: int, n: int, population: int, confidence: float = 0.95
 ) -> tuple[int, int]:
@@ -121,20 +134,52 @@ def hypergeometric_interval(
     def upper_tail_above(big_k: int) -> bool:  # P(X >= k | K) > a: false, then true
         return k == 0 or float(hypergeom.sf(k - 1, population, big_k, n)) > a
 
-    def lower_tail_at_most(big_k: int) -> bool:  # P(X <= k | K) <= a: false, then true
-        return k < n and float(hypergeom.cdf(k, population, big_k, n)) <= a
-
-    # Where to start: the binomial (Clopper-Pearson) ends, scaled to the frame.
+    # Where to start: the binomial (Clopper-Pearson) end, scaled to the frame.
     lo_guess = 0 if k == 0 else math.floor(population * float(beta.ppf(a, k, n - k + 1)))
-    hi_guess = (
-        population if k == n else math.ceil(population * float(beta.ppf(1 - a, k + 1, n - k)))
-    )
     lo = _first_true(upper_tail_above, first, last, lo_guess)
-    above = _first_true(lower_tail_at_most, first, last, hi_guess + 1)
-    hi = last if above is None else above - 1
+    hi = _upper_end(k, n, population, a)
     if lo is None or lo > hi:  # cannot happen for a valid sample; be safe
         return first, last
     return lo, hi
+
+
+def hypergeometric_upper(k: int, n: int, population: int, confidence: float = 0.95) -> int:
+    """Return the exact one-sided upper bound U of K, the positive documents among
+    ``population`` (N), after a simple random sample of ``n`` without replacement held
+    ``k``: the largest K the sample allows (K <= N - (n - k)) with P(X <= k | K) > 1 -
+    confidence, X ~ Hypergeometric(N, K, n).
+
+    P(X <= k | K) falls as K rises, so whatever the true K, P(U < K) <= 1 - confidence: the
+    bound holds at least at ``confidence`` (conservative with discrete data). U >= k always;
+    U = N - (n - k) when k = n (the sample rules out only the n - k negatives it saw); U = k
+    for a census (n = N); U = N when n = 0 (nothing seen). It is the upper end of
+    ``hypergeometric_interval`` at 1 - 2 (1 - confidence): one search (``_upper_end``, by
+    ``_first_true``) serves both, a few dozen cdf evaluations whatever N
+    (``bench/intervals.py``)."""
+    _check(k, n, confidence)
+    if n > population:
+        raise ValueError(f"a sample of {n} from a frame of {population} documents")
+    if n == 0:
+        return population
+    return _upper_end(k, n, population, 1 - confidence)
+
+
+def _upper_end(k: int, n: int, population: int, alpha: float) -> int:
+    """Return the largest K in [k, N - (n - k)] with P(X <= k | K) > ``alpha`` (0 < n <= N):
+    the first K where the lower tail falls to ``alpha`` or below, found by ``_first_true``
+    from the Clopper-Pearson end scaled to the frame, less one."""
+    from scipy.stats import beta, hypergeom
+
+    first, last = k, population - (n - k)
+
+    def lower_tail_at_most(big_k: int) -> bool:  # P(X <= k | K) <= alpha: false, then true
+        return k < n and float(hypergeom.cdf(k, population, big_k, n)) <= alpha
+
+    guess = (
+        population if k == n else math.ceil(population * float(beta.ppf(1 - alpha, k + 1, n - k)))
+    )
+    above = _first_true(lower_tail_at_most, first, last, guess + 1)
+    return last if above is None else above - 1
 
 
 def _first_true(predicate, first: int, last: int, guess: int) -> int | None:

@@ -32,7 +32,7 @@ from annotate.models import (
     Persona,
     ReferenceSensitivity,
 )
-from core import sensitivity
+from core import calibration, sensitivity
 from ranking.models import SensitivityModel
 
 logger = logging.getLogger(__name__)
@@ -293,7 +293,9 @@ def sensitivity_model_train(
         trained = sensitivity.train(matrix[rows], y, featurizer.names, objective=objective)
     except ValueError as exc:
         raise ClassifierError(str(exc)) from None
-    scores = trained.model.predict_proba(matrix)[:, 1].astype(np.float32)
+    # Stored and routed: the calibrated P (core.calibration); the model's own beside it.
+    raw = trained.raw_probabilities(matrix)
+    scores = trained.calibrator.apply(raw).astype(np.float32)
     contribution_index, contribution_value = sensitivity.contributions(trained.model, matrix)
     # Written before the version is taken, so the lock in version_store is held for a
     # rename and an insert, not for the seconds a large featurizer takes to write.
@@ -304,9 +306,12 @@ def sensitivity_model_train(
         {
             "featurizer": featurizer,
             "model": trained.model,
-            "threshold": trained.threshold,
+            "calibrator": trained.calibrator,
+            "threshold": trained.report.threshold_calibrated,  # on the scores' scale
+            "raw_threshold": trained.threshold,
             "docids": [m.docid for m in messages],
             "scores": scores,
+            "raw_scores": raw.astype(np.float32),
             "contribution_index": contribution_index,
             "contribution_value": contribution_value,
         },
@@ -316,7 +321,7 @@ def sensitivity_model_train(
     report["source"] = source + (f":{','.join(categories)}" if categories else "")
     report["features"] = len(featurizer.names)
     report["documents_scored"] = len(ids)
-    report["predicted_sensitive"] = int((scores >= trained.threshold).sum())
+    report["predicted_sensitive"] = int((raw >= trained.threshold).sum())
     for lines in _REPORT_LINES:
         report.update(lines(collection=collection, persona=persona))
     return version_store(
@@ -479,12 +484,16 @@ def out_of_fold_scores(
 class StoredScores:
     """A classifier version as the routing and the review page read it."""
 
-    p: dict[str, float]  # docid -> P(sensitive)
+    p: dict[str, float]  # docid -> P(sensitive), calibrated when ``calibrated``
     row: dict[str, int]
     names: list[str]
     contribution_index: object = None  # numpy arrays, absent in files without them
     contribution_value: object = None
     weights: object = None  # numpy array, one per name: the classifier's linear weights
+    # Whether ``p`` went through the version's calibrator (core.calibration), and in words
+    # how (or why not: a file written before calibration holds the model's own P).
+    calibrated: bool = False
+    calibration: str = ""
 
     def weight(self, name: str) -> float:
         """The classifier's weight of a feature (0.0 when unknown): with a document's
@@ -534,6 +543,8 @@ def _stored(path: str) -> StoredScores:
         stored = joblib.load(path)
     featurizer = stored.get("featurizer")
     model = stored.get("model")
+    calibrator = stored.get("calibrator")
+    how = UNCALIBRATED if calibrator is None else calibrator.describe()
     return StoredScores(
         p=dict(zip(stored["docids"], map(float, stored["scores"]), strict=True)),
         row={docid: i for i, docid in enumerate(stored["docids"])},
@@ -541,7 +552,15 @@ def _stored(path: str) -> StoredScores:
         contribution_index=stored.get("contribution_index"),
         contribution_value=stored.get("contribution_value"),
         weights=sensitivity.coefficients(model) if model is not None else None,
+        calibrated=calibrator is not None and calibrator.method != calibration.NONE,
+        calibration=how,
     )
+
+
+UNCALIBRATED = (
+    "uncalibrated: written before calibration (issue 33), its scores are the classifier's "
+    "own probabilities; retrain to calibrate them"
+)
 
 
 def stored_scores(*, collection: Collection, persona: Persona):
@@ -559,3 +578,67 @@ def sensitivity_scores(*, collection: Collection, persona: Persona) -> tuple[dic
     (empty and None when none was trained: then every document needs review)."""
     model, stored = stored_scores(collection=collection, persona=persona)
     return (stored.p, model.version) if model is not None else ({}, None)
+
+
+# --- What the lead's publish page reads (issue 33) -----------------------------------------
+
+# Seconds an archivist takes per decision when none were measured: the upper end of the
+# original study's median time per annotation task, 30-36 s (docs/domain.md §1), the one
+# measured figure the project has for reading a message and judging it.
+SECONDS_PER_DECISION_DEFAULT = 36.0
+_DECISION_SECONDS: list[Callable[..., tuple[float, int] | None]] = []
+
+
+def decision_seconds_set(measure: Callable[..., tuple[float, int] | None]) -> None:
+    """Offer ``measure(collection=)`` -> (median seconds per decision, how many decisions it
+    is measured over), or None when too few: the review app measures it from its decisions
+    (ranking does not import review)."""
+    _DECISION_SECONDS[:] = [measure]
+
+
+@dataclass(frozen=True)
+class PublishInputs:
+    """What the band preview (``core.routing.band_preview``, ``band_rule``) needs of a
+    collection and persona, beside the decisions in force (the page has those)."""
+
+    version: int | None  # the newest classifier version (None: no classifier)
+    p: dict[str, float]  # docid -> P(sensitive) as routing reads it (calibrated if below)
+    calibrated: bool
+    calibration: str  # in words: the method and labels, or why uncalibrated
+    report: dict  # the version's report's ``calibration``: Brier, bins, trust ({}: none)
+    seconds_per_decision: float
+    seconds_measured: int  # decisions the median is taken over (0: the default)
+    seconds_source: str  # in words
+
+
+def publish_inputs(*, collection: Collection, persona: Persona) -> PublishInputs:
+    """The persona's newest classifier's stored P(sensitive) per docid (calibrated when the
+    version was: what routing reads), its calibration report, and the archivists' measured
+    seconds per decision on this collection (``decision_seconds_set``; the default
+    ``SECONDS_PER_DECISION_DEFAULT`` when fewer were measured, and says so)."""
+    model, stored = stored_scores(collection=collection, persona=persona)
+    measured = _DECISION_SECONDS[0](collection=collection) if _DECISION_SECONDS else None
+    if measured is None:
+        seconds, count = SECONDS_PER_DECISION_DEFAULT, 0
+        source = (
+            f"{SECONDS_PER_DECISION_DEFAULT:g} s a decision, a default (too few timed "
+            "decisions on this collection): the original study's median time per annotation "
+            "task"
+        )
+    else:
+        seconds, count = measured
+        source = f"{seconds:.0f} s a decision, the median over the last {count:,} decisions"
+    if model is None:
+        return PublishInputs(
+            None, {}, False, "no classifier trained yet", {}, seconds, count, source
+        )
+    return PublishInputs(
+        version=model.version,
+        p=stored.p,
+        calibrated=stored.calibrated,
+        calibration=stored.calibration,
+        report=(model.report or {}).get("calibration") or {},
+        seconds_per_decision=seconds,
+        seconds_measured=count,
+        seconds_source=source,
+    )

@@ -21,6 +21,8 @@ class ReviewConfig(AppConfig):
             selectors.decision_labels,
         )
         classifier.report_lines_add(selectors.pending_reviews)
+        # The publish page's review workload, timed from the decisions.
+        classifier.decision_seconds_set(selectors.decision_seconds)
         # Edits, adjudications, imports and exports are logged with the searches; annotate
         # does not import review.
         hooks.audit_record.connect(services.audit)

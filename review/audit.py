@@ -280,7 +280,86 @@ def _other(e, d, names):
     return format_html("{} {}{}{}", _who(e), e.action, on, f" ({pairs})" if pairs else "")
 
 
+def _audit_link(d) -> SafeString:
+    if not d.get("audit_id"):
+        return mark_safe("a release audit")
+    url = reverse("release-certificate", args=[d["audit_id"]])
+    return format_html('<a href="{}">release audit {}</a>', url, d["audit_id"])
+
+
+def _release_audit_open(e, d, names):
+    return format_html(
+        "{} opened {}: {} of the {} messages searchers could see drawn for persona {} "
+        "(margin {}, confidence {})",
+        _who(e),
+        _audit_link(d),
+        d.get("sample"),
+        d.get("frame"),
+        names.persona(d.get("persona")),
+        d.get("margin"),
+        d.get("confidence"),
+    )
+
+
+def _release_audit_judgment(e, d, names):
+    return format_html(
+        "{} judged {} {} in {}",
+        _who(e),
+        _doc_link(e.document),
+        "sensitive" if d.get("sensitive") else "not sensitive",
+        _audit_link(d),
+    )
+
+
+def _release_audit_certified(e, d, names):
+    return format_html(
+        "{} certified by the last answer: {} sensitive of {} sampled from {}; at most {} "
+        "(confidence {})",
+        _audit_link(d),
+        d.get("found"),
+        d.get("sample"),
+        d.get("frame"),
+        d.get("upper"),
+        d.get("confidence"),
+    )
+
+
+def _release_audit_cancel(e, d, names):
+    return format_html("{} cancelled {}", _who(e), _audit_link(d))
+
+
+def _band(b) -> str:
+    if not isinstance(b, dict):
+        return "?"
+    shown = "published" if b.get("published") else "not published"
+    return f"[{b.get('low', '?')}, {b.get('high', '?')}), {shown}"
+
+
+def _band_change(e, d, names):
+    link = (
+        format_html(
+            '<a href="{}">{}</a>', reverse("review-publish", args=[e.collection.slug]), e.collection
+        )
+        if e.collection
+        else "a collection"
+    )
+    return format_html(
+        "{} changed the band of {} for {} from {} to {}{}",
+        _who(e),
+        link,
+        names.persona(d.get("persona")),
+        _band(d.get("old")),
+        _band(d.get("new")),
+        f" ({d['why']})" if d.get("why") else "",
+    )
+
+
 DESCRIBERS = {
+    "band-change": _band_change,
+    "release-audit-open": _release_audit_open,
+    "release-audit-judgment": _release_audit_judgment,
+    "release-audit-certified": _release_audit_certified,
+    "release-audit-cancel": _release_audit_cancel,
     "search": _search,
     "shown-after-review": _shown_after_review,
     "view": _view,

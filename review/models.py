@@ -247,3 +247,81 @@ class Redaction(models.Model):
 
     def __str__(self):
         return f"redaction v{self.version} of doc {self.document_id} for {self.persona_id}"
+
+
+class ReleaseAudit(models.Model):
+    """A release audit of a publication: an elusion test for sensitivity (issue 33,
+    docs/release-audit.md). A simple random sample of what the persona's searchers can see
+    (the frame) is judged by archivists; when every sampled message is judged, the
+    certificate's figures are fixed: the number and rate of sensitive messages among the
+    visible, with exact one-sided upper bounds. The judgments train nothing while the audit
+    is open."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Being judged"
+        CERTIFIED = "certified", "Certified"
+        CANCELLED = "cancelled", "Cancelled"
+
+    publication = models.ForeignKey(Publication, on_delete=models.CASCADE, related_name="audits")
+    persona = models.ForeignKey(Persona, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    confidence = models.FloatField()
+    margin = models.FloatField(help_text="The largest rate of sensitive messages to rule out")
+    frame_size = models.PositiveIntegerField(help_text="Messages searchers could see")
+    sample_size = models.PositiveIntegerField()
+    seed = models.BigIntegerField(help_text="The sample is drawn again from the frame by it")
+    frame_digest = models.CharField(max_length=64, help_text="SHA-256 of the frame's docids")
+    basis = models.JSONField(
+        default=dict,
+        help_text="What the visible set was built from: index and classifier versions, band, "
+        "newest decision and redaction, decisions in force",
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField()
+    certified_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+"
+    )
+    certified_at = models.DateTimeField(null=True)
+    figures = models.JSONField(null=True, help_text="The certificate's numbers, fixed at the end")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["publication"],
+                condition=models.Q(status="open"),
+                name="release_audit_one_open_per_publication",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(confidence__gt=0.5) & models.Q(confidence__lt=1),
+                name="release_audit_confidence",
+            ),
+        ]
+
+    def __str__(self):
+        return f"release audit {self.pk} of {self.publication}"
+
+
+class ReleaseAuditItem(models.Model):
+    """One sampled message of a release audit and, once judged, the archivist's answer."""
+
+    audit = models.ForeignKey(ReleaseAudit, on_delete=models.CASCADE, related_name="items")
+    document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveIntegerField(help_text="Its place in the drawn sample")
+    sensitive = models.BooleanField(null=True)
+    judged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+"
+    )
+    judged_at = models.DateTimeField(null=True)
+
+    class Meta:
+        ordering = ["audit_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["audit", "document"], name="audit_item_once"),
+            models.UniqueConstraint(fields=["audit", "position"], name="audit_item_position"),
+        ]
+
+    def __str__(self):
+        return f"item {self.position} of audit {self.audit_id}"

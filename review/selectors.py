@@ -14,6 +14,7 @@ from review.models import (
     Publication,
     Redaction,
     RedactionReason,
+    ReleaseAudit,
     ReviewRequest,
     SearchLog,
 )
@@ -77,6 +78,29 @@ def pending_reviews(*, collection, persona) -> dict[str, int]:
         persona=persona, document__collection=collection, status=ReviewRequest.Status.PENDING
     )
     return {"pending_reviews": pending.values("document_id").distinct().count()}
+
+
+def decision_seconds(
+    *, collection, recent: int = 200, minimum: int = 10
+) -> tuple[float, int] | None:
+    """The archivists' median seconds per decision on ``collection`` over its ``recent``
+    newest measured decisions (``core.routing.seconds_per_decision``: gaps between an
+    archivist's consecutive decisions, pauses left out), and how many; None under
+    ``minimum`` (the publish page then uses ``ranking.classifier``'s default)."""
+    import statistics
+
+    from core.routing import seconds_per_decision
+
+    rows = (
+        Decision.objects.filter(document__collection=collection)
+        .exclude(kind=Decision.Kind.REOPEN)
+        .order_by("-decided_at", "-id")
+        .values_list("decided_by_id", "decided_at")[: 10 * recent]
+    )
+    values = seconds_per_decision((who, at.timestamp()) for who, at in rows)[-recent:]
+    if len(values) < minimum:
+        return None
+    return float(statistics.median(values)), len(values)
 
 
 @dataclass(frozen=True)
@@ -588,3 +612,14 @@ def audit_events(*, action: str = ""):
 def audit_actions() -> list[str]:
     """Every action the audit log holds, sorted."""
     return list(AuditEvent.objects.values_list("action", flat=True).distinct().order_by("action"))
+
+
+def release_audits_open() -> list:
+    """The release audits being judged, each with ``left``: its sampled messages no archivist
+    has judged yet (the review queue lists them)."""
+    return list(
+        ReleaseAudit.objects.filter(status=ReleaseAudit.Status.OPEN)
+        .select_related("publication__collection", "persona")
+        .annotate(left=Count("items", filter=Q(items__sensitive__isnull=True)))
+        .order_by("created_at")
+    )

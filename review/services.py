@@ -352,3 +352,108 @@ def review_item_viewed(*, archivist, document: Document) -> None:
             document=document,
             role="archivist",
         )
+
+
+# --- The lead's publish page (issue 33): the band over the whole collection --------------
+
+
+class BandError(ValueError):
+    """A band the publication cannot take; the message names the field."""
+
+
+@dataclass(frozen=True)
+class BandInputs:
+    """What ``core.routing.band_preview`` and ``band_rule`` need of a publication: the
+    persona's newest classifier's P per docid, and the docids decided or left unscored."""
+
+    inputs: object  # ranking.classifier.PublishInputs
+    released: frozenset[str]
+    withheld: frozenset[str]
+    unscored: frozenset[str]
+
+    def preview_args(self) -> dict:
+        return {
+            "seconds_per_decision": self.inputs.seconds_per_decision,
+            "released": self.released,
+            "withheld": self.withheld,
+            "unscored": self.unscored,
+        }
+
+
+def band_inputs(*, publication: Publication) -> BandInputs:
+    """The publication's classifier scores, and its decisions in force today (mapped to
+    docids) and unscored documents, for the band preview."""
+    from ranking.classifier import publish_inputs
+
+    inputs = publish_inputs(collection=publication.collection, persona=publication.persona)
+    released, withheld = visibility.decided(publication=publication, today=timezone.localdate())
+    rows = Document.objects.filter(collection=publication.collection).values_list("pk", "docid")
+    docids = dict(rows.iterator())
+    return BandInputs(
+        inputs=inputs,
+        released=frozenset(docids[pk] for pk in released if pk in docids),
+        withheld=frozenset(docids[pk] for pk in withheld if pk in docids),
+        unscored=frozenset(d for d in docids.values() if d not in inputs.p),
+    )
+
+
+def band_parse(low, high) -> tuple[float, float]:
+    """The band's edges from a form, checked: ``0 <= low <= high <= 1``; the error names the
+    field that is wrong."""
+    values = []
+    for field, raw in (("Low", low), ("High", high)):
+        text = str(raw if raw is not None else "").strip()
+        try:
+            value = float(text)
+        except ValueError:
+            raise BandError(f"{field}: {text[:20]!r} is not a number between 0 and 1.") from None
+        if not math.isfinite(value) or not 0 <= value <= 1:
+            raise BandError(f"{field}: {text[:20]} is not between 0 and 1.")
+        values.append(value)
+    if values[0] > values[1]:
+        raise BandError(
+            f"Low: {values[0]:g} is above High ({values[1]:g}); the band needs low <= high."
+        )
+    return values[0], values[1]
+
+
+def publication_band_set(
+    *, publication: Publication, user, low: float, high: float, published: bool, why: str = ""
+) -> Publication:
+    """Save the publication's band (and whether it is open to searchers), with an audit row
+    holding the old and new values in the same transaction. Searchers see the new visible
+    set from their next search (``visibility``'s key holds the band)."""
+    low, high = band_parse(low, high)
+    with transaction.atomic():
+        locked = Publication.objects.select_for_update().get(pk=publication.pk)
+        old = (locked.band_low, locked.band_high, locked.published)
+        if old == (low, high, published):
+            return locked
+        locked.band_low, locked.band_high, locked.published = low, high, published
+        locked.save(update_fields=["band_low", "band_high", "published", "updated_at"])
+        audit(
+            user=user,
+            action="band-change",
+            collection=locked.collection,
+            persona=locked.persona_id,
+            old={"low": old[0], "high": old[1], "published": old[2]},
+            new={"low": low, "high": high, "published": published},
+            why=why,
+        )
+    return locked
+
+
+# The rule the publish page suggests and the demo's day one applies (core.routing.band_rule;
+# docs/publishing.md): the widest visible set expected to hold at most 1% sensitive, then
+# a review band of at most one archivist-day (8 hours at the measured seconds a decision).
+BAND_RULE = {"max_sensitive_share": 0.01, "max_review_hours": 8.0}
+
+
+def band_suggested(*, inputs: BandInputs):
+    """``core.routing.band_rule`` at ``BAND_RULE`` over the publication's inputs (None when
+    no classifier is trained)."""
+    from core.routing import band_rule
+
+    if inputs.inputs.version is None:
+        return None
+    return band_rule(inputs.inputs.p, **BAND_RULE, **inputs.preview_args())

@@ -164,6 +164,7 @@ def queue(request):
             "total": sum(len(t.items) for t in threads),
             "order": order,
             "orders": orders,
+            "audits": selectors.release_audits_open(),
         },
     )
 

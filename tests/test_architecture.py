@@ -39,11 +39,15 @@ LAYERS = [
         r"|learning_step|seeding|classifier|check_samples)",
         SERVICES,
     ),
-    (r"review\.(services|releases|selectors|visibility|audit|exposure|redaction|copies)", SERVICES),
+    (
+        r"review\.(services|releases|release_audits|selectors|visibility|audit|exposure|redaction"
+        r"|copies)",
+        SERVICES,
+    ),
     # what a request, a worker or a command enters through
     (
         r"(annotate|ranking|review)\.(views|api|judging_api|lead_api|judging|lead|forms|admin|apps"
-        r"|tasks|checks|management(\..+)?)",
+        r"|tasks|checks|certifying|publishing|management(\..+)?)",
         ENTRY,
     ),
     (r"config(\..+)?", ENTRY),

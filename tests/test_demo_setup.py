@@ -33,6 +33,7 @@ def test_a_second_setup_finds_everything_in_place_and_redoes_nothing(
     jobs = Job.objects.count()
     hashes = dict(User.objects.values_list("username", "password"))
     assert set(hashes) >= {name for name, _role in demo.USERS}
+    _day_one_publishes_a_searchable_collection(said)
 
     second = demo.Command(stdout=io.StringIO(), stderr=io.StringIO())
     second.setup()
@@ -43,6 +44,31 @@ def test_a_second_setup_finds_everything_in_place_and_redoes_nothing(
     assert Job.objects.count() == jobs  # no import or index job recorded again
     assert dict(User.objects.values_list("username", "password")) == hashes  # not re-hashed
     assert {label for label, _seconds in second.timings} == {"migrate", "static files", "users"}
+
+
+def _day_one_publishes_a_searchable_collection(said):
+    """Day one: the persona's classifier trained, the band the rule chose saved through the
+    lead's service (audited), and ordinary queries get results."""
+    from django.test import Client
+
+    from annotate.models import Collection
+    from review import services
+    from review.models import AuditEvent, SearchLog
+
+    assert "Day one:" in said
+    collection = Collection.objects.get(slug=demo.SLUG)
+    publication = collection.publication
+    rule = services.band_suggested(inputs=services.band_inputs(publication=publication))
+    assert publication.published
+    assert (publication.band_low, publication.band_high) == (rule.low, rule.high)
+    event = AuditEvent.objects.get(action="band-change")
+    assert event.user.username == "lead"
+    assert event.detail["new"]["low"] == rule.low
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="searcher"))
+    for query in ("spam", "mailing list"):
+        client.post(f"/search/{collection.slug}/", {"q": query})
+        assert SearchLog.objects.order_by("-pk").first().shown, query
 
 
 def test_screenshots_names_a_missing_chromium(tmp_path):

@@ -151,7 +151,13 @@ def world(published, make_project, users):
         shown=[shown.pk],
         created_at=job.created_at,
     )
+    from review import release_audits
+
+    opened = release_audits.release_audit_open(
+        publication=c.publication, user=users["lead"], margin=0.2, confidence=0.95
+    )
     common = {
+        "audit_id": opened.pk,
         "collection": c.slug,
         "persona_id": persona.pk,
         "search_id": search.pk,

@@ -263,3 +263,87 @@ def test_a_classifier_file_pickled_under_the_old_module_names_still_loads(tmp_pa
     assert stored.names == ["w:salary", "w:lunch"]
     assert stored.p == {"a": 0.25}
     assert "ranking.sensitivity" not in sys.modules
+
+
+def test_a_trained_version_stores_its_calibrator_calibrated_scores_and_the_report(labelled):
+    """Issue 33: the stored P(sensitive) that routing reads are the model's probabilities
+    through the version's calibrator, and the report says how it was calibrated."""
+    import joblib
+    import numpy as np
+
+    from core import calibration
+
+    collection, persona, docs = labelled
+    model = classifier.sensitivity_model_train(
+        collection=collection, persona=persona, source="reference"
+    )
+    stored = joblib.load(model.path)
+    c = stored["calibrator"]
+    assert isinstance(c, calibration.Calibrator)
+    assert (c.labels, c.positives) == (model.report["n"], model.report["positives"])
+    assert np.allclose(stored["scores"], c.apply(stored["raw_scores"]), atol=1e-6)
+    assert stored["threshold"] == pytest.approx(float(c.apply(stored["raw_threshold"])))
+    r = model.report["calibration"]
+    assert r["method"] == c.method and r["labels"] == len(docs)
+    assert 0 <= r["brier_before"] <= 1
+    assert r["brier_after"] is None or r["brier_after"] < r["brier_before"]
+    assert sum(b["count"] for b in r["bins"]) == len(docs)
+    assert sum(b["positives"] for b in r["bins"]) == model.report["positives"]
+    assert "labels" in r["trust"]
+    assert model.report["p_sensitive_min"] == pytest.approx(
+        float(c.apply(model.report["p_sensitive_min_raw"]))
+    )
+    # Routing reads the calibrated scores, and says whether they are.
+    classifier._stored.cache_clear()
+    p, version = classifier.sensitivity_scores(collection=collection, persona=persona)
+    assert version == 1
+    assert [p[d.docid] for d in docs] == pytest.approx(list(map(float, stored["scores"])))
+    inputs = classifier.publish_inputs(collection=collection, persona=persona)
+    assert inputs.version == 1 and inputs.p == p and inputs.report == r
+    assert inputs.calibrated == (c.method != calibration.NONE)
+    assert inputs.calibration == c.describe()
+    # No archivist has decided anything here: the documented default, and it says so.
+    assert inputs.seconds_per_decision == classifier.SECONDS_PER_DECISION_DEFAULT
+    assert inputs.seconds_measured == 0 and "default" in inputs.seconds_source
+
+
+def test_a_file_written_before_calibration_loads_as_uncalibrated_and_says_so(tmp_path):
+    import joblib
+
+    path = tmp_path / "v1.joblib"
+    joblib.dump({"docids": ["a", "b"], "scores": [0.25, 0.5]}, path)
+    classifier._stored.cache_clear()
+    stored = classifier._stored(str(path))
+    assert stored.p == {"a": 0.25, "b": 0.5}
+    assert stored.calibrated is False
+    assert stored.calibration.startswith("uncalibrated: written before calibration")
+
+
+def test_publish_inputs_time_the_archivists_decisions(labelled, django_user_model):
+    """Seconds per decision: the median gap between an archivist's decisions on the
+    collection, a group decision's gap shared by its documents, pauses left out."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from review.models import Decision
+
+    collection, persona, docs = labelled
+    archivist = django_user_model.objects.create_user("arch", password="x")
+    start = timezone.now() - timedelta(hours=2)
+    # 12 decisions 20 s apart, a 30-minute pause, then 3 more 50 s apart.
+    offsets = [20 * i for i in range(12)] + [20 * 11 + 1800 + 50 * i for i in range(3)]
+    for doc, offset in zip(docs, offsets, strict=False):
+        Decision.objects.create(
+            persona=persona,
+            document=doc,
+            kind=Decision.Kind.RELEASE,
+            decided_by=archivist,
+            decided_at=start + timedelta(seconds=offset),
+        )
+    assert len(docs) >= len(offsets)
+    inputs = classifier.publish_inputs(collection=collection, persona=persona)
+    assert inputs.version is None and inputs.p == {}  # no classifier yet
+    # 11 gaps of 20 s, 2 of 50 s (the pause is not measured): median 20 s over 13.
+    assert (inputs.seconds_per_decision, inputs.seconds_measured) == (20.0, 13)
+    assert "median over the last 13 decisions" in inputs.seconds_source

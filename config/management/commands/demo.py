@@ -3,6 +3,7 @@
 import contextlib
 import logging
 import os
+import re
 import socket
 import sys
 import time
@@ -24,10 +25,12 @@ from config.demo import corpus, statics
 from config.demo.supervisor import Stop, Supervisor
 from config.env import env_int
 from ranking import services as ranking_services
+from ranking.models import SensitivityModel
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 SAMPLE_DIR = Path(settings.BASE_DIR) / "tests" / "fixtures" / "emails" / "sample"
 SLUG = "spamassassin-ham"
+PERSONA = "Maeve Gallagher"
 USERS = [
     ("lead", roles.LEAD),
     ("annotator1", roles.ANNOTATOR),
@@ -130,7 +133,7 @@ class Command(BaseCommand):
             self.say("Creating the demo projects (BM25 pools over the ten topics) ...")
             with self.step("projects"):
                 self.create_project(collection, [users["annotator1"], users["annotator2"]])
-        self.publish(collection)
+        self.publish(collection, users.get("lead"))
         self.say(f"Demo ready ({time.perf_counter() - started:.1f} s)")
 
     def migrate(self):
@@ -222,16 +225,59 @@ class Command(BaseCommand):
             f"(Lucene {result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s)"
         )
 
-    def publish(self, collection):
-        """Open the collection to the demo searcher, protected for the demo persona. Until
-        a classifier is trained every result waits for the archivist's review."""
+    def publish(self, collection, lead=None):
+        """Open the collection to the demo searcher, protected for the demo persona, on day
+        one: the persona's classifier trained on the demo's stand-in labels (``day_one``),
+        then the band ``core.routing.band_rule`` chooses at ``review.services.BAND_RULE``,
+        saved through the lead's service and audited as the demo's lead."""
         from review.models import Publication
 
-        persona = Persona.objects.filter(name="Maeve Gallagher").first()
-        if persona is not None:
-            Publication.objects.get_or_create(
-                collection=collection, defaults={"persona": persona, "published": True}
+        persona = Persona.objects.filter(name=PERSONA).first()
+        if persona is None:
+            return
+        publication, _created = Publication.objects.get_or_create(
+            collection=collection, defaults={"persona": persona, "published": True}
+        )
+        if not SensitivityModel.objects.filter(collection=collection, persona=persona).exists():
+            with self.step("day one"):
+                self.day_one(publication, lead)
+
+    def day_one(self, publication, lead):
+        """Label, train, choose the band (docs/publishing.md, "Day one")."""
+        from ranking.classifier import ClassifierError, sensitivity_model_train
+        from review import services as review_services
+
+        collection, persona = publication.collection, publication.persona
+        labels = stand_in_labels(collection=collection, persona=persona)
+        positives = sum(labels.values())
+        self.say(
+            f"Day one: {len(labels)} stand-in labels for {persona.name} ({positives} sensitive: "
+            "her kinds of personal data or pain points found); training her classifier ..."
+        )
+        try:
+            model = sensitivity_model_train(
+                collection=collection, persona=persona, source="reference"
             )
+        except ClassifierError as exc:
+            self.stderr.write(f"  no classifier ({exc}): every result waits for review")
+            return
+        inputs = review_services.band_inputs(publication=publication)
+        rule = review_services.band_suggested(inputs=inputs)
+        review_services.publication_band_set(
+            publication=publication,
+            user=lead,
+            low=rule.low,
+            high=rule.high,
+            published=True,
+            why="day one: the publish page's rule (review.services.BAND_RULE)",
+        )
+        p = rule.preview
+        self.say(
+            f"  version {model.version}, F1 {model.report['f1']:.2f}; band [{rule.low:g}, "
+            f"{rule.high:g}): {p.visible} visible ({p.expected_sensitive:.1f} expected "
+            f"sensitive, {p.expected_low:.0f} to {p.expected_high:.0f}), {p.review} to review "
+            f"({p.review_hours:.1f} h), {p.withheld} withheld"
+        )
 
     def create_project(self, collection, annotators):
         """A training round on one topic, then a production round over all ten topics."""
@@ -239,7 +285,7 @@ class Command(BaseCommand):
         project = projects.project_create(
             name="Demo judging",
             collection=collection,
-            personas=Persona.objects.filter(name="Maeve Gallagher"),
+            personas=Persona.objects.filter(name=PERSONA),
             topics=topics,
             annotators=annotators,
             overlap=1,
@@ -267,7 +313,7 @@ class Command(BaseCommand):
         project = projects.project_create(
             name="Demo active learning",
             collection=collection,
-            personas=Persona.objects.filter(name="Maeve Gallagher"),
+            personas=Persona.objects.filter(name=PERSONA),
             topics=[topic],
             annotators=annotators,
             guidelines=(DEMO_DIR / "guidelines.md").read_text(),
@@ -395,3 +441,46 @@ def demo_processes(port: int) -> list[tuple[str, list[str]]]:
         "--quiet",  # no banner
     ) + ["--without-heartbeat", "--without-gossip", "--without-mingle"]
     return [("web", web), ("worker", worker)]
+
+
+# Day one's stand-in for an archivist's labels (the demo has none at setup): a seeded random
+# sample of the collection's messages, sensitive when the recognisers found a kind of personal
+# data the persona worries about or the message names one of her pain points (docs/demo
+# personas.json: passwords and server security, salary and contracts, illness, family and
+# relationship). A surrogate, like the category codes of the SIGIR 2019 study: the classifier
+# learns it easily, and the demo's lead should label for real before publishing widely.
+STAND_IN_KINDS = ("health", "financial", "card", "iban", "account", "national_id", "dob")
+STAND_IN_TERMS = re.compile(
+    r"\b(password|passwd|salary|salaries|contract|invoice|hospital|illness|sick|cancer|doctor"
+    r"|confidential|private|security hole|vulnerab\w*|exploit\w*|root access|credit card|bank"
+    r"|payment|lawyer|divorce|girlfriend|boyfriend|wife|husband)\b",
+    re.IGNORECASE,
+)
+STAND_IN_SAMPLE = 400
+
+
+def stand_in_labels(*, collection, persona) -> dict[int, int]:
+    """Write the stand-in labels as the persona's imported sensitivity labels (source
+    ``demo-stand-in``), through the import a lead uses, and return them."""
+    import random
+
+    from annotate.import_labels import sensitivity_import
+    from annotate.models import DocumentEntity
+
+    ids = sorted(collection.documents.values_list("pk", "docid"))
+    sample = dict(random.Random(0).sample(ids, min(STAND_IN_SAMPLE, len(ids))))
+    flagged = set(
+        DocumentEntity.objects.filter(
+            document_id__in=sample, persona__isnull=True, kind__in=STAND_IN_KINDS
+        ).values_list("document_id", flat=True)
+    )
+    for pk, subject, body in collection.documents.filter(pk__in=sample).values_list(
+        "pk", "subject", "body"
+    ):
+        if STAND_IN_TERMS.search(f"{subject}\n{body}"):
+            flagged.add(pk)
+    labels = {pk: int(pk in flagged) for pk in sample}
+    path = Path(settings.VAR_DIR) / "demo-stand-in-labels.txt"
+    path.write_text("".join(f"* 0 {docid} {labels[pk]}\n" for pk, docid in sample.items()))
+    sensitivity_import(collection=collection, persona=persona, path=path, source="demo-stand-in")
+    return labels

@@ -1,0 +1,155 @@
+"""The lead's publish page (issue 33): choose a publication's routing band with a live
+preview of what it does to the whole collection (``core.routing.band_preview``), the rule's
+suggested band (``review.services.BAND_RULE``), and the classifier's calibration beside it
+(Brier scores, a reliability plot drawn here as SVG, the trust sentence). The preview is a
+GET and writes nothing; the POST saves the band through ``services.publication_band_set``,
+audited (docs/publishing.md)."""
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from annotate import roles
+from core.routing import band_preview
+from review import selectors, services
+
+lead_required = roles.role_required(roles.LEAD)
+
+# The reliability plot: a square of SIZE pixels inside a margin, P from 0 to 1 on both axes.
+SIZE, MARGIN = 240, 36
+
+
+def _publication(slug):
+    collection = selectors.collection_with_publication(slug=slug)
+    if collection is None:
+        raise Http404
+    return collection.publication
+
+
+def _xy(p: float, observed: float) -> tuple[float, float]:
+    return round(MARGIN + p * SIZE, 1), round(MARGIN + (1 - observed) * SIZE, 1)
+
+
+def reliability_plot(bins: list[dict]) -> dict:
+    """Coordinates of the reliability plot: per bin a point at (mean predicted P, observed
+    rate), its 95% Clopper-Pearson interval as a vertical bar, its count; the diagonal is
+    perfect calibration. Point areas grow with the bin's count."""
+    most = max((b["count"] for b in bins), default=1) or 1
+    points = []
+    for b in bins:
+        x, y = _xy(b["mean_predicted"], b["observed"])
+        _x, top = _xy(b["mean_predicted"], b["observed_high"])
+        _x, bottom = _xy(b["mean_predicted"], b["observed_low"])
+        points.append(
+            {
+                "x": x,
+                "y": y,
+                "top": top,
+                "bottom": bottom,
+                "r": round(3 + 5 * (b["count"] / most) ** 0.5, 1),
+                "title": (
+                    f"P {b['low']:.2f}-{b['high']:.2f}: {b['positives']} of {b['count']} "
+                    f"sensitive (observed {b['observed']:.0%}, 95% interval "
+                    f"{b['observed_low']:.0%}-{b['observed_high']:.0%}; mean P "
+                    f"{b['mean_predicted']:.2f})"
+                ),
+            }
+        )
+    ticks = [
+        {"v": f"{t:g}", "at": round(MARGIN + t * SIZE, 1), "y": round(MARGIN + (1 - t) * SIZE, 1)}
+        for t in (0, 0.25, 0.5, 0.75, 1)
+    ]
+    return {
+        "points": points,
+        "ticks": ticks,
+        "size": SIZE,
+        "margin": MARGIN,
+        "end": MARGIN + SIZE,
+        "width": SIZE + 2 * MARGIN,
+    }
+
+
+def _calibration(report: dict) -> dict:
+    bins = report.get("bins") or []
+    return {
+        **report,
+        "plot": reliability_plot(bins) if bins else None,
+    }
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@lead_required
+def publish(request, slug):
+    """The publication's band: the current one, a form whose changes redraw the preview (an
+    htmx GET of the ``preview`` partial, no write), the rule's suggestion, the calibration;
+    the POST saves the band and whether the collection is published."""
+    publication = _publication(slug)
+    error = None
+    if request.method == "POST":
+        try:
+            services.publication_band_set(
+                publication=publication,
+                user=request.user,
+                low=request.POST.get("low"),
+                high=request.POST.get("high"),
+                published=request.POST.get("published") == "on",
+                why=request.POST.get("why", "")[:200],
+            )
+        except services.BandError as exc:
+            error = str(exc)
+        else:
+            messages.success(
+                request,
+                "Saved. Searchers see the new visible set from their next search.",
+            )
+            return redirect("review-publish", slug=slug)
+    inputs = services.band_inputs(publication=publication)
+    data = request.POST if error else request.GET
+    low, high = publication.band_low, publication.band_high
+    if "low" in data or "high" in data:
+        try:
+            low, high = services.band_parse(data.get("low"), data.get("high"))
+        except services.BandError as exc:
+            error = str(exc)
+    trained = inputs.inputs.version is not None
+    preview = band_preview(inputs.inputs.p, low=low, high=high, **inputs.preview_args())
+    current = (
+        band_preview(
+            inputs.inputs.p,
+            low=publication.band_low,
+            high=publication.band_high,
+            **inputs.preview_args(),
+        )
+        if (low, high) != (publication.band_low, publication.band_high)
+        else preview
+    )
+    context = {
+        "publication": publication,
+        "collection": publication.collection,
+        "persona": publication.persona,
+        "inputs": inputs.inputs,
+        "trained": trained,
+        "preview": preview,
+        "current": current,
+        "changed": (low, high) != (publication.band_low, publication.band_high),
+        "low": low,
+        "high": high,
+        "error": error,
+        "rule": services.band_suggested(inputs=inputs),
+        "rule_params": services.BAND_RULE,
+        "calibration": _calibration(inputs.inputs.report),
+        "published": (
+            request.POST.get("published") == "on"
+            if error and request.method == "POST"
+            else publication.published
+        ),
+    }
+    if request.htmx and request.method == "GET":
+        return render(request, "review/_publish_preview.html", context)
+    return render(
+        request,
+        "review/publish.html",
+        context,
+        status=400 if error and request.method == "POST" else 200,
+    )
