@@ -9,20 +9,24 @@ recorded, so a kill during the wait lands between the two. The pool's process is
 from this one and keeps the wrapper; the production code carries no fault switch.
 """
 
+import logging
 import os
 import sys
 import time
 
+HOLDING = "slowworker: holding a trained version"
+
 
 def hold_training(milliseconds: int) -> None:
     """Make every retrain of this process wait ``milliseconds`` between training and
-    recording its version (an ``AttributeError`` if ``scores_save`` moved: the fault must
-    not silently vanish, or a kill test would pass without a retrain to kill)."""
+    recording its version, saying so in the log (``HOLDING``, which the kill tests wait for:
+    without the hold they time out). An ``AttributeError`` if ``scores_save`` moved."""
     from ranking import learning_step
 
     save = learning_step.scores_save
 
     def held(**kwargs):
+        logging.getLogger(__name__).warning("%s for %s ms", HOLDING, milliseconds)
         time.sleep(milliseconds / 1000)
         return save(**kwargs)
 

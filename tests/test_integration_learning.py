@@ -9,6 +9,7 @@ import redis
 from ranking import learning_plans, learning_step
 from ranking.models import LearningModel, LearningPlan
 from tests.learningkit import judge_one_through_api, queued_count
+from tests.slowworker import HOLDING
 from tests.test_integration_worker import pytestmark  # noqa: F401 (the same skip rules)
 from tests.workerkit import Worker, judgments_checksum, wait_for, worker_settled
 
@@ -45,7 +46,8 @@ def test_worker_retrains_after_a_batch_and_survives_sigkill_mid_retrain(
             judge_one_through_api(client, project, truth)
         before = judgments_checksum()
         wait_for("training of version 3", lambda: "training version 3" in log.read_text())
-        # The scenario, not a wait: kill 1 s into a retrain the slow worker holds open for 4 s.
+        wait_for("version 3 held before its record", lambda: HOLDING in log.read_text())
+        # The scenario, not a wait: kill 1 s into the 4 s the slow worker holds version 3.
         time.sleep(1.0)
         slow.kill()
         assert LearningModel.objects.filter(plan=plan).count() == 2
