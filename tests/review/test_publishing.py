@@ -36,7 +36,7 @@ def test_the_preview_adds_up_and_is_band_preview(published, users, client):
     assert sum(shown) == expected.total == len(docs)
     # uncertain (0.5) and safe (0.05) below 0.6: visible; sensitive (0.95) at or above 0.9
     assert expected.visible == sum(k != "sensitive" for k in kinds.values())
-    assert f"{expected.expected_sensitive:.1f}" in html and "hours" in html
+    assert f"{expected.expected_sensitive:.1f}" in html and "minutes" in html
 
 
 def test_the_full_page_shows_the_band_the_rule_and_the_calibration(published, users, client):
