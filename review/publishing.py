@@ -137,6 +137,8 @@ def publish(request, slug):
         if (low, high) != (publication.band_low, publication.band_high)
         else preview
     )
+    rule = services.band_suggested(inputs=inputs)
+    bins = inputs.inputs.report.get("bins") or []
     context = {
         "publication": publication,
         "collection": publication.collection,
@@ -150,7 +152,16 @@ def publish(request, slug):
         "low": low,
         "high": high,
         "error": error,
-        "rule": services.band_suggested(inputs=inputs),
+        "rule": rule,
+        "is_rule": rule is not None
+        and (rule.low, rule.high) == (publication.band_low, publication.band_high),
+        # The risk the band in force carries beyond the interval: if every unreleased visible
+        # message were as likely sensitive as the lowest bin's 95% upper bound allows (only
+        # when the low edge is inside that bin: above it, the visible span more bins).
+        "lowest_bin": bins[0] if bins else None,
+        "ceiling": round((current.visible - current.released) * bins[0]["observed_high"])
+        if bins and publication.band_low <= bins[0]["high"]
+        else None,
         "rule_params": services.BAND_RULE,
         "calibration": _calibration(inputs.inputs.report),
         "published": (

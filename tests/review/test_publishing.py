@@ -123,3 +123,15 @@ def test_a_searcher_sees_a_document_below_the_new_low_from_the_next_search(
     lead.post(_url(c), {"low": "0.6", "high": "0.9", "published": "on"})
     searcher_search(client, c, query)
     assert uncertain.pk in SearchLog.objects.order_by("-pk").first().shown
+
+
+def test_without_a_classifier_the_page_says_what_to_do(published, users, client):
+    from ranking.models import SensitivityModel
+
+    c, _persona, docs, _kinds = published
+    SensitivityModel.objects.filter(collection=c).delete()
+    client.force_login(users["lead"])
+    html = client.get(_url(c)).content.decode()
+    assert "No classifier yet" in html
+    assert reverse("classifiers", args=[c.slug]) in html
+    assert _numbers(html, "review") == len(docs)  # every message waits for review
