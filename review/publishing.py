@@ -16,8 +16,9 @@ from review import selectors, services
 
 lead_required = roles.role_required(roles.LEAD)
 
-# The reliability plot: a square of SIZE pixels inside a margin, P from 0 to 1 on both axes.
-SIZE, MARGIN = 240, 36
+# The reliability plot: a square of SIZE pixels, P from 0 to 1 on both axes, LEFT pixels of
+# axis labels to its left, TOP above it and BOTTOM below.
+SIZE, LEFT, TOP, BOTTOM = 240, 52, 10, 36
 
 
 def _publication(slug):
@@ -28,7 +29,7 @@ def _publication(slug):
 
 
 def _xy(p: float, observed: float) -> tuple[float, float]:
-    return round(MARGIN + p * SIZE, 1), round(MARGIN + (1 - observed) * SIZE, 1)
+    return round(LEFT + p * SIZE, 1), round(TOP + (1 - observed) * SIZE, 1)
 
 
 def reliability_plot(bins: list[dict]) -> dict:
@@ -57,17 +58,29 @@ def reliability_plot(bins: list[dict]) -> dict:
             }
         )
     ticks = [
-        {"v": f"{t:g}", "at": round(MARGIN + t * SIZE, 1), "y": round(MARGIN + (1 - t) * SIZE, 1)}
+        {"v": f"{t:g}", "at": round(LEFT + t * SIZE, 1), "y": round(TOP + (1 - t) * SIZE, 1)}
         for t in (0, 0.25, 0.5, 0.75, 1)
     ]
     return {
         "points": points,
         "ticks": ticks,
         "size": SIZE,
-        "margin": MARGIN,
-        "end": MARGIN + SIZE,
-        "width": SIZE + 2 * MARGIN,
+        "left": LEFT,
+        "top": TOP,
+        "right": LEFT + SIZE,
+        "bottom": TOP + SIZE,
+        "middle_x": LEFT + SIZE // 2,
+        "middle_y": TOP + SIZE // 2,
+        "width": LEFT + SIZE + 12,
+        "height": TOP + SIZE + BOTTOM,
     }
+
+
+def workload(hours: float) -> str:
+    """Review time in words: minutes under an hour, else hours to a tenth."""
+    if hours < 1:
+        return f"{round(hours * 60)} minutes"
+    return f"{hours:,.1f} hours"
 
 
 def _calibration(report: dict) -> dict:
@@ -124,6 +137,8 @@ def publish(request, slug):
         if (low, high) != (publication.band_low, publication.band_high)
         else preview
     )
+    rule = services.band_suggested(inputs=inputs)
+    bins = inputs.inputs.report.get("bins") or []
     context = {
         "publication": publication,
         "collection": publication.collection,
@@ -131,12 +146,22 @@ def publish(request, slug):
         "inputs": inputs.inputs,
         "trained": trained,
         "preview": preview,
+        "workload": workload(preview.review_hours),
         "current": current,
         "changed": (low, high) != (publication.band_low, publication.band_high),
         "low": low,
         "high": high,
         "error": error,
-        "rule": services.band_suggested(inputs=inputs),
+        "rule": rule,
+        "is_rule": rule is not None
+        and (rule.low, rule.high) == (publication.band_low, publication.band_high),
+        # The risk the band in force carries beyond the interval: if every unreleased visible
+        # message were as likely sensitive as the lowest bin's 95% upper bound allows (only
+        # when the low edge is inside that bin: above it, the visible span more bins).
+        "lowest_bin": bins[0] if bins else None,
+        "ceiling": round((current.visible - current.released) * bins[0]["observed_high"])
+        if bins and publication.band_low <= bins[0]["high"]
+        else None,
         "rule_params": services.BAND_RULE,
         "calibration": _calibration(inputs.inputs.report),
         "published": (

@@ -36,7 +36,7 @@ def test_the_preview_adds_up_and_is_band_preview(published, users, client):
     assert sum(shown) == expected.total == len(docs)
     # uncertain (0.5) and safe (0.05) below 0.6: visible; sensitive (0.95) at or above 0.9
     assert expected.visible == sum(k != "sensitive" for k in kinds.values())
-    assert f"{expected.expected_sensitive:.1f}" in html and "hours" in html
+    assert f"{expected.expected_sensitive:.1f}" in html and "minutes" in html
 
 
 def test_the_full_page_shows_the_band_the_rule_and_the_calibration(published, users, client):
@@ -123,3 +123,15 @@ def test_a_searcher_sees_a_document_below_the_new_low_from_the_next_search(
     lead.post(_url(c), {"low": "0.6", "high": "0.9", "published": "on"})
     searcher_search(client, c, query)
     assert uncertain.pk in SearchLog.objects.order_by("-pk").first().shown
+
+
+def test_without_a_classifier_the_page_says_what_to_do(published, users, client):
+    from ranking.models import SensitivityModel
+
+    c, _persona, docs, _kinds = published
+    SensitivityModel.objects.filter(collection=c).delete()
+    client.force_login(users["lead"])
+    html = client.get(_url(c)).content.decode()
+    assert "No classifier yet" in html
+    assert reverse("classifiers", args=[c.slug]) in html
+    assert _numbers(html, "review") == len(docs)  # every message waits for review
