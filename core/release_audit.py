@@ -48,7 +48,7 @@ class Certificate(NamedTuple):
             f"about {self.number:,.0f} documents). With {pct} confidence, at most "
             f"{self.upper_number:,} ({self.upper_rate:.2%}) of the {self.frame:,} were "
             f"sensitive when the sample was drawn (Clopper-Pearson: {self.cp_upper_rate:.2%}, "
-            f"{self.cp_upper_number:,}); the {self.found:,} found are withheld, so at most "
+            f"{self.cp_upper_number:,}); once the {self.found:,} found are withheld, at most "
             f"{self.remaining_upper:,} remain visible."
         )
 

@@ -21,7 +21,7 @@ from review.redaction import searcher_copies
 lead_required = roles.role_required(roles.LEAD)
 judges_required = roles.role_required(roles.ARCHIVIST, roles.LEAD)
 
-MARGINS = (0.005, 0.01, 0.02, 0.05)
+MARGINS = (0.005, 0.01, 0.02, 0.05)  # offered on the page (the service also takes 10%, 20%)
 
 
 def _publication(slug):
@@ -74,7 +74,9 @@ def audits(request, slug):
             publication=publication, margin=margin, confidence=confidence, prevalence=prevalence
         )
     except release_audits.AuditError as exc:
-        error, margin, confidence, prevalence = str(exc), 0.01, 0.95, 0.0
+        error = str(exc)
+        if error.startswith(("Margin", "Confidence", "Planning", "Prevalence")):
+            margin, confidence, prevalence = 0.01, 0.95, 0.0
     except IndexNotReady:
         error, margin, confidence, prevalence = "The collection has no index yet.", 0.01, 0.95, 0.0
     context = {

@@ -15,7 +15,7 @@ What the audit does not do, on purpose:
   to withhold; a withholding is an ordinary decision, and trains like one;
 - the bound describes the set as sampled. Any later change of the visible set (an import or
   re-index, a retrain, a band change, a decision, a redaction, a withholding that expired)
-  makes the certificate **stale**, with the reason; withholding exactly the messages the
+  makes the certificate **stale**, with the reason; withholding some or all of the messages the
   audit found does not (the visible set is then the frame without them, and the certificate
   already states the bound on what remains, ``remaining_upper``).
 """
@@ -34,6 +34,7 @@ from review.audit import audit
 from review.models import Decision, Publication, ReleaseAudit, ReleaseAuditItem
 
 CONFIDENCES = (0.9, 0.95, 0.99)
+MARGINS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)  # the rates a lead may choose to rule out
 
 
 class AuditError(Exception):
@@ -98,8 +99,8 @@ def release_audit_plan(
 def _check(margin: float, confidence: float, prevalence: float) -> None:
     if confidence not in CONFIDENCES:
         raise AuditError(f"Confidence: choose one of {', '.join(f'{c:g}' for c in CONFIDENCES)}.")
-    if not 0.001 <= margin <= 0.5:
-        raise AuditError("Margin: give a rate between 0.001 and 0.5 (0.01 is one percent).")
+    if margin not in MARGINS:
+        raise AuditError(f"Margin: choose one of {', '.join(f'{m:.1%}' for m in MARGINS)}.")
     if not 0 <= prevalence <= 0.5:
         raise AuditError("Planning prevalence: give a rate between 0 and 0.5.")
 
@@ -216,13 +217,10 @@ def _certify(opened: ReleaseAudit, user) -> None:
         .order_by("position")
         .values_list("document__docid", flat=True)
     )
-    # The frame without what the audit found: withholding exactly those keeps it current.
-    frame = set(_frame_docids(opened))
     opened.figures = {
         **figures._asdict(),
         "sentence": figures.sentence(),
         "found_docids": found_docids,
-        "without_found_digest": _digest(frame - set(found_docids)) if frame else None,
         "judges": sorted(set(opened.items.values_list("judged_by__username", flat=True)) - {None}),
     }
     opened.status = ReleaseAudit.Status.CERTIFIED
@@ -240,13 +238,6 @@ def _certify(opened: ReleaseAudit, user) -> None:
         upper=figures.upper_number,
         confidence=figures.confidence,
     )
-
-
-def _frame_docids(opened: ReleaseAudit) -> list[str]:
-    """The frame again, if the visible set is still the one sampled (its digest says);
-    else empty (the certificate is stale then anyway)."""
-    frame = frame_now(publication=opened.publication)
-    return frame.docids if frame.digest == opened.frame_digest else []
 
 
 def release_audit_cancel(*, audit_id: int, user) -> None:
@@ -285,7 +276,13 @@ def certificate_state(*, certified: ReleaseAudit) -> State:
     except IndexNotReady:
         return State(True, ["the collection has no index now"], None)
     figures = certified.figures or {}
-    if frame.digest in (certified.frame_digest, figures.get("without_found_digest")):
+    # Current when the set is the one sampled, or that set less some or all of the messages
+    # the audit found (withheld since, as the certificate asks): adding them back gives the
+    # frame again.
+    found = set(figures.get("found_docids", []))
+    if frame.digest == certified.frame_digest or (
+        found and _digest(set(frame.docids) | found) == certified.frame_digest
+    ):
         return State(False, [], len(frame.docids))
     was, now = certified.basis, frame.basis
     reasons = []

@@ -122,12 +122,22 @@ def test_a_certificate_turns_stale_on_a_release_and_says_why(published, users):
 def test_withholding_what_the_audit_found_keeps_the_certificate_current(published, users):
     c, persona, docs, kinds = published
     opened = _open(published, users)
-    found = opened.items.order_by("position").first().document
-    opened = _judge_all(opened, users, {found.docid})
+    first, second = [i.document for i in opened.items.order_by("position")[:2]]
+    opened = _judge_all(opened, users, {first.docid, second.docid})
     releases.review_decide(
-        archivist=users["archivist"], persona=persona, document=found, kind="withhold"
+        archivist=users["archivist"], persona=persona, document=first, kind="withhold"
+    )  # one of the two found: still the frame the certificate speaks of, less what it found
+    assert release_audits.certificate_state(certified=opened).stale is False
+    releases.review_decide(
+        archivist=users["archivist"], persona=persona, document=second, kind="withhold"
     )
     assert release_audits.certificate_state(certified=opened).stale is False
+    other = next(d for d in docs if kinds[d.pk] == "safe" and d not in (first, second))
+    releases.review_decide(
+        archivist=users["archivist"], persona=persona, document=other, kind="withhold"
+    )  # a message the audit did not find: the set is no longer the one sampled
+    state = release_audits.certificate_state(certified=opened)
+    assert state.stale is True and any("withhold" in r for r in state.reasons)
 
 
 def test_bad_numbers_are_named_and_nothing_is_stored(published, users, client):
@@ -138,6 +148,8 @@ def test_bad_numbers_are_named_and_nothing_is_stored(published, users, client):
     assert response.status_code == 400 and b"Margin" in response.content
     response = client.post(url, {"margin": "0.05", "confidence": "0.5"})
     assert response.status_code == 400 and b"Confidence" in response.content
+    response = client.post(url, {"margin": "0.3", "confidence": "0.9"})  # not offered
+    assert response.status_code == 400 and b"Margin: choose one of" in response.content
     assert ReleaseAudit.objects.count() == 0
 
 
