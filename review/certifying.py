@@ -6,6 +6,7 @@ import csv
 import json
 
 from django.contrib import messages
+from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -41,7 +42,7 @@ def _numbers(data) -> tuple[float, float, float]:
             out.append(float(raw) if raw else default)
         except ValueError:
             raise release_audits.AuditError(
-                f"{field.capitalize()}: {raw[:20]!r} is not a number."
+                f"{field.capitalize()}: {raw[:20]!r} is not a number.", field
             ) from None
     return tuple(out)
 
@@ -75,7 +76,7 @@ def audits(request, slug):
         )
     except release_audits.AuditError as exc:
         error = str(exc)
-        if error.startswith(("Margin", "Confidence", "Planning", "Prevalence")):
+        if exc.field is not None:  # a bad number: show the defaults; else keep the choices
             margin, confidence, prevalence = 0.01, 0.95, 0.0
     except IndexNotReady:
         error, margin, confidence, prevalence = "The collection has no index yet.", 0.01, 0.95, 0.0
@@ -91,15 +92,15 @@ def audits(request, slug):
         "margins": [(m, f"{m:.1%}".replace(".0%", "%")) for m in MARGINS],
         "confidences": [(c, f"{c:.0%}") for c in release_audits.CONFIDENCES],
         **_judging_time(publication, plan),
-        "audits": [
-            (a, release_audits.certificate_state(certified=a) if a.figures else None, _progress(a))
-            for a in ReleaseAudit.objects.filter(publication=publication).select_related(
-                "created_by", "certified_by"
-            )[:20]
-        ],
     }
-    if request.htmx and request.method == "GET":
+    if request.htmx and request.method == "GET":  # the calculator alone: no list, no states
         return render(request, "review/_release_calculator.html", context)
+    context["audits"] = [
+        (a, release_audits.certificate_state(certified=a) if a.figures else None)
+        for a in ReleaseAudit.objects.filter(publication=publication)
+        .select_related("created_by", "certified_by")
+        .annotate(judged=Count("items", filter=Q(items__sensitive__isnull=False)))[:20]
+    ]
     return render(
         request,
         "review/release_audits.html",
@@ -116,10 +117,6 @@ def _judging_time(publication, plan) -> dict:
         "judging_minutes": max(1, round(plan.n * inputs.seconds_per_decision / 60)),
         "seconds_source": inputs.seconds_source,
     }
-
-
-def _progress(a: ReleaseAudit) -> tuple[int, int]:
-    return a.items.filter(sensitive__isnull=False).count(), a.sample_size
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -153,7 +150,7 @@ def judge(request, audit_id):
             return redirect("release-certificate", audit_id=opened.pk)
         return render(request, "review/release_audit_judge.html", {"audit": opened, "item": None})
     doc = searcher_copies(persona=opened.persona, documents=[item.document])[0]
-    judged, total = _progress(opened)
+    judged, total = opened.items.filter(sensitive__isnull=False).count(), opened.sample_size
     return render(
         request,
         "review/release_audit_judge.html",

@@ -38,7 +38,12 @@ MARGINS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)  # the rates a lead may choose to 
 
 
 class AuditError(Exception):
-    """A request the audit cannot take; the message says why and what to do."""
+    """A request the audit cannot take; the message says why and what to do, and ``field``
+    names the form field at fault when one is (a page shows the defaults again)."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -98,11 +103,15 @@ def release_audit_plan(
 
 def _check(margin: float, confidence: float, prevalence: float) -> None:
     if confidence not in CONFIDENCES:
-        raise AuditError(f"Confidence: choose one of {', '.join(f'{c:g}' for c in CONFIDENCES)}.")
+        raise AuditError(
+            f"Confidence: choose one of {', '.join(f'{c:g}' for c in CONFIDENCES)}.", "confidence"
+        )
     if margin not in MARGINS:
-        raise AuditError(f"Margin: choose one of {', '.join(f'{m:.1%}' for m in MARGINS)}.")
+        raise AuditError(
+            f"Margin: choose one of {', '.join(f'{m:.1%}' for m in MARGINS)}.", "margin"
+        )
     if not 0 <= prevalence <= 0.5:
-        raise AuditError("Planning prevalence: give a rate between 0 and 0.5.")
+        raise AuditError("Planning prevalence: give a rate between 0 and 0.5.", "prevalence")
 
 
 def release_audit_open(
