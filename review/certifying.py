@@ -7,7 +7,7 @@ import json
 
 from django.contrib import messages
 from django.db.models import Count, Q
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -17,19 +17,13 @@ from ranking.classifier import publish_inputs
 from ranking.services import IndexNotReady
 from review import release_audits, selectors
 from review.models import Decision, ReleaseAudit
+from review.publishing import publication_or_404
 from review.redaction import searcher_copies
 
 lead_required = roles.role_required(roles.LEAD)
 judges_required = roles.role_required(roles.ARCHIVIST, roles.LEAD)
 
 MARGINS = (0.005, 0.01, 0.02, 0.05)  # offered on the page (the service also takes 10%, 20%)
-
-
-def _publication(slug):
-    collection = selectors.collection_with_publication(slug=slug)
-    if collection is None:
-        raise Http404
-    return collection.publication
 
 
 def _numbers(data) -> tuple[float, float, float]:
@@ -52,7 +46,7 @@ def _numbers(data) -> tuple[float, float, float]:
 def audits(request, slug):
     """The publication's release audits, and a new one: the calculator answers live (an
     htmx GET of the ``calculator`` partial writes nothing); the POST draws the sample."""
-    publication = _publication(slug)
+    publication = publication_or_404(slug)
     error, plan, frame = None, None, None
     data = request.POST if request.method == "POST" else request.GET
     try:

@@ -21,7 +21,8 @@ lead_required = roles.role_required(roles.LEAD)
 SIZE, LEFT, TOP, BOTTOM = 240, 52, 10, 36
 
 
-def _publication(slug):
+def publication_or_404(slug):
+    """The publication of the collection ``slug``, or 404 (its release audits' pages too)."""
     collection = selectors.collection_with_publication(slug=slug)
     if collection is None:
         raise Http404
@@ -97,7 +98,7 @@ def publish(request, slug):
     """The publication's band: the current one, a form whose changes redraw the preview (an
     htmx GET of the ``preview`` partial, no write), the rule's suggestion, the calibration;
     the POST saves the band and whether the collection is published."""
-    publication = _publication(slug)
+    publication = publication_or_404(slug)
     error = None
     if request.method == "POST":
         try:
