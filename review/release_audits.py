@@ -68,19 +68,19 @@ def frame_now(*, publication: Publication) -> Frame:
     index build) with its basis: the index and classifier versions, the band, the newest
     decision and redaction, the decisions recorded for the persona on the collection."""
     view = visibility.view(publication)
-    _collection, index_version, _persona, model, band_low, decision, redaction, day = view.key
+    key = view.key
     docids = sorted(view.docids)
     basis = {
-        "index_version": index_version,
-        "classifier_version": model[0] if model else None,
-        "band_low": band_low,
+        "index_version": key.index_version,
+        "classifier_version": key.model[0] if key.model else None,
+        "band_low": key.band_low,
         "band_high": publication.band_high,
-        "newest_decision": decision,
-        "newest_redaction": redaction,
+        "newest_decision": key.newest_decision,
+        "newest_redaction": key.newest_redaction,
         "decisions": Decision.objects.filter(
             persona=publication.persona, document__collection=publication.collection
         ).count(),
-        "day": day.isoformat(),
+        "day": key.day.isoformat(),
     }
     return Frame(docids, _digest(docids), basis)
 

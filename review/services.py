@@ -112,7 +112,7 @@ def search_protected(*, user, collection: Collection, query: str) -> SearchOutco
             query=query[:2000],
             search=search.pk,
             shown=[d.pk for d in shown],
-            classifier=view.key[3][0] if view.key[3] else None,
+            classifier=view.key.model[0] if view.key.model else None,
         )
         queue_on_commit("review.tasks.review_requests_task", search.pk, robust=True)
     shown = redaction.searcher_copies(persona=persona, documents=shown)

@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
+from typing import NamedTuple
 
 from django.utils import timezone
 
@@ -37,7 +38,7 @@ _views: dict[int, "VisibleView"] = {}
 
 @dataclass(frozen=True)
 class VisibleView:
-    key: tuple
+    key: "ViewKey"
     index: VisibleIndex
     docids: frozenset[str]
     postings: Postings  # the whole index version's, for the archivist's requests
@@ -58,7 +59,20 @@ def postings_at(path) -> Postings:
     return _postings(str(path))
 
 
-def _key(publication: Publication) -> tuple:
+class ViewKey(NamedTuple):
+    """What a publication's visible set is built from: a view is rebuilt when it changes."""
+
+    collection: int
+    index_version: int | None
+    persona: int
+    model: tuple | None  # (version, path) of the persona's newest classifier
+    band_low: float
+    newest_decision: int | None
+    newest_redaction: int | None
+    day: date
+
+
+def _key(publication: Publication) -> ViewKey:
     collection = publication.collection
     model = (
         SensitivityModel.objects.filter(collection=collection, persona=publication.persona)
@@ -78,7 +92,7 @@ def _key(publication: Publication) -> tuple:
         .values_list("id", flat=True)
         .first()
     )
-    return (
+    return ViewKey(
         collection.pk,
         collection.indexed_version,
         publication.persona_id,
@@ -129,7 +143,7 @@ def view(publication: Publication) -> VisibleView:
         raise IndexNotReady(collection)
     postings = _postings(str(path))
     p, _version = sensitivity_scores(collection=collection, persona=publication.persona)
-    docids = visible_docids(publication=publication, p=p, today=key[-1])
+    docids = visible_docids(publication=publication, p=p, today=key.day)
     rows = postings.rows(docids)  # documents imported after the index version: not yet
     shown = frozenset(postings.docids[r] for r in rows.tolist())
     # A redacted copy is searched as it reads (issue 20): its row holds the redacted text's
@@ -138,7 +152,7 @@ def view(publication: Publication) -> VisibleView:
         persona=publication.persona,
         collection=collection,
         docids=shown,
-        today=key[-1],
+        today=key.day,
         analyze=lucene.analyze,
     )
     searched = postings.replaced(redacted)
