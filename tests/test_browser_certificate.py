@@ -48,7 +48,7 @@ def test_a_certificate_through_the_pages_turns_stale_after_a_release(
     lead.select_option("select[name=margin]", "0.05")
     lead.select_option("select[name=confidence]", "0.9")
     until(
-        lambda: "confidence 0.9" in lead.inner_text("#calculator"),
+        lambda: "(confidence 0.9)" in lead.inner_text("#calculator"),
         10,
         lambda: f"the calculator at 0.9 ({lead.inner_text('#calculator')[:200]})",
     )
