@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import ctypes
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,24 +74,22 @@ class LineFilter:
         return self.current is None or self.current >= self.threshold
 
 
-def _load_prctl():
+def _death_signal_prefix() -> list[str]:
+    """The command prefix that makes a child get SIGTERM when the supervisor dies.
+
+    util-linux's ``setpriv --pdeathsig`` sets Linux's PR_SET_PDEATHSIG and then execs the
+    command, which keeps it. A ``preexec_fn`` doing the same would run Python in the forked
+    child of a process whose relay threads are running, and such a child can deadlock on a
+    lock another thread held at the fork: the demo then hung while starting its second
+    process, once in CI. Where setpriv is missing, children simply do not get the signal.
+    """
     if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
+        return []
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
 
 
-# Looked up here, not in the forked child, where loading a library could deadlock.
-_PRCTL = _load_prctl()
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM when the parent dies (Linux's PR_SET_PDEATHSIG)."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
+_DEATH_SIGNAL = _death_signal_prefix()
 
 
 @dataclass
@@ -162,14 +160,13 @@ class Supervisor:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{name}.log"
         proc = subprocess.Popen(
-            list(args),
+            [*_DEATH_SIGNAL, *args],
             env=env,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
             text=True,
             errors="replace",
             bufsize=1,
