@@ -92,6 +92,9 @@ def _digest(*parts: str) -> str:
 
 
 class LoginView(auth_views.LoginView):
+    # FormView would take PUT as a POST; the page serves GET and POST only (issue 34).
+    http_method_names = ["get", "head", "post", "options"]
+
     def post(self, request, *args, **kwargs):
         window = settings.SASC_LOGIN_WINDOW
         limit = settings.SASC_LOGIN_MAX_FAILURES
