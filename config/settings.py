@@ -282,7 +282,7 @@ SASC_LOGIN_BACKOFF = env_int("SASC_LOGIN_BACKOFF", 30, minimum=1)
 SASC_LOGIN_MAX_DELAY = env_int("SASC_LOGIN_MAX_DELAY", 900, minimum=1)
 SASC_LOGIN_ACCOUNT_CAP = env_int("SASC_LOGIN_ACCOUNT_CAP", 100, minimum=1)
 SASC_LOGIN_SOURCE_FREE = env_int("SASC_LOGIN_SOURCE_FREE", 20, minimum=1)
-SASC_LOGIN_PUZZLE_BITS = env_int("SASC_LOGIN_PUZZLE_BITS", 20, minimum=1)
+SASC_LOGIN_PUZZLE_BITS = env_int("SASC_LOGIN_PUZZLE_BITS", 18, minimum=1)
 # Reverse proxies in front of the web processes (addresses or networks): their
 # X-Forwarded-For names the client for the login limits (config/login.py, docs/deploy.md).
 SASC_TRUSTED_PROXIES = env_list("SASC_TRUSTED_PROXIES", [])

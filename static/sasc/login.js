@@ -62,7 +62,7 @@
       if (zeroBits(sha256(`${nonce}:${n}`)) >= bits) {
         answer.value = String(n);
         solved = true;
-        status.textContent = `Ready (${((performance.now() - started) / 1000).toFixed(1)} s).`;
+        status.textContent = `Check done in ${((performance.now() - started) / 1000).toFixed(1)} s.`;
         form.dataset.puzzleSolved = "1";
         if (waiting) form.submit();
         return;
