@@ -167,12 +167,17 @@ def source_failures(address: str) -> int:
 
 def _source_add(address: str, step: int) -> int:
     key = _source_key(address)
+    if step < 0:  # taking back an attempt: never into a window that began since
+        try:
+            return cache.incr(key, step)
+        except ValueError:
+            return 0
     cache.add(key, 0, SOURCE_WINDOW)
     try:
         return cache.incr(key, step)
     except ValueError:  # expired between the two calls
-        cache.set(key, max(step, 0), SOURCE_WINDOW)
-        return max(step, 0)
+        cache.set(key, step, SOURCE_WINDOW)
+        return step
 
 
 def puzzle_issue() -> dict:
