@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotate import hooks, jobs, judgments, projects, roles, selectors
 from annotate.entities import document_entity_view
@@ -86,6 +86,7 @@ def _done(request, project) -> HttpResponse:
     return response
 
 
+@require_safe
 @roles.role_required(roles.ANNOTATOR, roles.LEAD)
 def project_list(request):
     """List the projects the user annotates or leads, with their progress."""
@@ -250,6 +251,7 @@ def resume(request, slug, task_id):
     return redirect("judge", slug=project.slug)
 
 
+@require_safe
 @annotator_required
 def history(request, slug):
     """List the annotator's own judgments in the project, newest first."""
@@ -277,6 +279,7 @@ def history(request, slug):
     )
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @annotator_required
 def edit(request, slug, judgment_id):
     """Edit one of the annotator's own judgments (optimistic: a stale version is refused)."""
@@ -319,6 +322,7 @@ def edit(request, slug, judgment_id):
     )
 
 
+@require_safe
 @roles.role_required(roles.LEAD)
 def dashboard(request, slug):
     """Show the lead the project's dashboard: tasks per topic, judgments per annotator."""
@@ -368,6 +372,7 @@ def _add_tasks_from(project, round_, data) -> tuple[int, list[str]]:
         return 0, [str(exc)]
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @roles.role_required(roles.LEAD)
 def project_new(request):
     """Create a project, its first round and its tasks."""

@@ -20,6 +20,7 @@ def _int_or_none(value):
     return id_param(value)
 
 
+@require_safe
 @lead_required
 def agreement_page(request, slug):
     """Show the project's agreement per round, topic and question, with the disagreements."""
@@ -78,6 +79,7 @@ def adjudicate(request, slug, task_id):
     return redirect(back)
 
 
+@require_safe
 @lead_required
 def export(request, slug):
     """Send every export file of the project in one zip (machine labels when asked)."""
@@ -130,6 +132,7 @@ CHARTS = {
 }
 
 
+@require_safe
 @lead_required
 def chart(request, slug, name):
     """One of the project's pictures, as PNG, drawn from the current final labels."""

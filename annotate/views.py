@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from annotate import entities, jobs, roles, selectors, services
 from annotate.forms import ImportForm
@@ -26,6 +26,7 @@ def _collection(request, slug) -> Collection:
     return get_object_or_404(selectors.collections_for_user(request.user), slug=slug)
 
 
+@require_safe
 @browse_required
 def collection_list(request):
     """List the collections open to the user."""
@@ -38,6 +39,7 @@ def collection_list(request):
     )
 
 
+@require_safe
 @browse_required
 def collection_detail(request, slug):
     """Show one collection to a user who may browse it."""
@@ -60,6 +62,7 @@ def collection_detail(request, slug):
     )
 
 
+@require_safe
 @browse_required
 def document_detail(request, slug, pk):
     """Show one document of a collection to a lead or archivist."""
@@ -85,6 +88,7 @@ def document_detail(request, slug, pk):
     )
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @roles.role_required(roles.LEAD)
 def import_page(request):
     """Upload a file to import as a background job, and list the recent imports."""
@@ -151,6 +155,7 @@ def lexicons(request):
     return render(request, "annotate/lexicons.html", {"personas": personas})
 
 
+@require_safe
 @roles.role_required(roles.LEAD)
 def job_detail(request, pk):
     """Show a job's status, progress and report (polled by htmx while it runs)."""

@@ -3,12 +3,14 @@
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from annotate import roles
 from annotate import selectors as annotate_selectors
 from review import selectors as review_selectors
 
 
+@require_safe
 @login_required
 def home(request):
     """Show each of the user's roles what it can do now, from the data: a searcher the

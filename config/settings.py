@@ -272,8 +272,17 @@ if CACHE_URL:
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-SASC_LOGIN_MAX_FAILURES = env_int("SASC_LOGIN_MAX_FAILURES", 10, minimum=1)
-SASC_LOGIN_WINDOW = env_int("SASC_LOGIN_WINDOW", 900, minimum=1)
+# Login throttling (config/login.py, docs/deploy.md): per account, failures past the free
+# ones wait a delay that doubles from BACKOFF seconds up to MAX_DELAY; past ACCOUNT_CAP
+# consecutive failures (NIST SP 800-63B: at most 100) only known devices are let try. Per
+# source, past SOURCE_FREE failures in an hour every attempt from a fresh browser carries a
+# solved proof-of-work puzzle of PUZZLE_BITS bits (2**bits SHA-256 hashes expected).
+SASC_LOGIN_FREE_FAILURES = env_int("SASC_LOGIN_FREE_FAILURES", 5, minimum=1)
+SASC_LOGIN_BACKOFF = env_int("SASC_LOGIN_BACKOFF", 30, minimum=1)
+SASC_LOGIN_MAX_DELAY = env_int("SASC_LOGIN_MAX_DELAY", 900, minimum=1)
+SASC_LOGIN_ACCOUNT_CAP = env_int("SASC_LOGIN_ACCOUNT_CAP", 100, minimum=1)
+SASC_LOGIN_SOURCE_FREE = env_int("SASC_LOGIN_SOURCE_FREE", 20, minimum=1)
+SASC_LOGIN_PUZZLE_BITS = env_int("SASC_LOGIN_PUZZLE_BITS", 18, minimum=1)
 # Reverse proxies in front of the web processes (addresses or networks): their
 # X-Forwarded-For names the client for the login limits (config/login.py, docs/deploy.md).
 SASC_TRUSTED_PROXIES = env_list("SASC_TRUSTED_PROXIES", [])

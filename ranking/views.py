@@ -8,7 +8,11 @@ from django.contrib import messages
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import (
+    require_http_methods,
+    require_POST,
+    require_safe,
+)
 
 from annotate import roles
 from annotate import selectors as annotate_selectors
@@ -25,6 +29,7 @@ PAGE = 20
 MARKS = [(2, "Highly relevant"), (1, "Somewhat"), (0, "Not relevant")]
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @lead_required
 def learning_page(request, slug):
     """Show and set up a project's active-learning plans (lead)."""
@@ -146,7 +151,7 @@ def learning_check_sample(request, slug, plan_id):
     return redirect(f"{reverse('learning', args=[slug])}#plan-{plan.pk}")
 
 
-@require_GET
+@require_safe
 @lead_required
 def stopping_report_export(request, slug, fmt):
     """The stopping report of every plan, one row per rule: CSV or JSON."""
@@ -185,6 +190,7 @@ def learning_retrain(request, slug, plan_id):
     return redirect("learning", slug=slug)
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @lead_required
 def topic_seeds(request, slug, number):
     """Write or refine a topic while searching; mark results as its seed judgments."""
@@ -272,6 +278,7 @@ def topic_seed_mark(request, slug, number, document_id):
     return redirect(f"{back}?{urlencode({'q': request.POST.get('q', '')})}")
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @lead_required
 def classifiers(request, slug):
     """The persona classifiers of a collection: versions, reports, and training."""
@@ -330,6 +337,7 @@ def _browsable_collection(request, slug) -> Collection:
     return get_object_or_404(annotate_selectors.collections_for_user(request.user), slug=slug)
 
 
+@require_safe
 @roles.role_required(roles.LEAD, roles.ARCHIVIST)
 def search(request, slug):
     """Search a collection: BM25 results with snippets, a page at a time."""

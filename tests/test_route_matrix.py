@@ -402,3 +402,63 @@ def test_an_id_in_a_path_no_row_can_have_is_a_404_for_every_role(client, world, 
             if response.status_code != 404:
                 errors.append(f"{method} {path} as {role}: {response.status_code}")
     assert checked > 100 and errors == []
+
+
+# Every method a page or an API might be sent; OPTIONS is left to Django (class views answer
+# it with their Allow header) and to DRF.
+EVERY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+# Who asks, first that the table lets in: so a 405 is not hidden behind a login or a 404.
+ASKERS = ("lead", "archivist", "searcher", "annotator_a")
+
+
+def _served(name: str, table) -> set[str]:
+    """The methods the table says reach the view for some role (any outcome but ``deny``:
+    the view ran, refused after looking, or sent the anonymous visitor to log in); HEAD goes
+    with GET."""
+    served = {
+        method
+        for (route, method, _variant), row in table.items()
+        if route == name and any(row[r] != "deny" for r in ROLES)
+    }
+    if name == "logout":  # the table lets everyone log in and out; Django logs out on POST
+        served = {"POST"}
+    return served | ({"HEAD"} if "GET" in served else set())
+
+
+def _asker(name: str, variant: str, served: set[str], table) -> str:
+    """The first of ``ASKERS`` the table lets in on the route; the lead where no one is (the
+    learning plan's actions on a plan the world does not have: 404 after the method check)."""
+    for role in ASKERS:
+        outcomes = [table[(name, m, variant)][role] for m in served if (name, m, variant) in table]
+        if any(o == "allow" or o.startswith("refuse") for o in outcomes):
+            return role
+    return "lead"
+
+
+def test_every_route_answers_405_with_allow_to_the_methods_it_does_not_serve(client, world):
+    """Issue 34: PUT, PATCH and DELETE on page views answered 200 (114 cases on 21 routes).
+    Every route, pages and API alike, is asked every method it does not serve, by a role
+    the table lets in, and must answer 405 naming the methods it does serve in ``Allow``."""
+    values, who = world
+    table = _table()
+    routes = named_routes(admin=False)
+    wrong, asked = [], 0
+    for name, (pattern, kwargs) in sorted(routes.items()):
+        served = _served(name, table)
+        assert served, f"{name}: no method of it lets anyone in; the table is stale"
+        variant = _variants(name, pattern, kwargs)[0]
+        role = _asker(name, variant, served, table)
+        client.logout()
+        client.force_login(who[role])
+        url = _url(name, pattern, kwargs, values[variant])
+        for method in sorted(set(EVERY_METHOD) - served):
+            asked += 1
+            response = client.generic(method, url, HTTP_IDEMPOTENCY_KEY=f"405-{name}-{method}")
+            allow = {m.strip() for m in response.get("Allow", "").split(",") if m.strip()}
+            if response.status_code != 405 or not served <= allow or method in allow:
+                wrong.append(
+                    f"{method} {url} as {role}: {response.status_code}, "
+                    f"Allow {sorted(allow)}, serves {sorted(served)}"
+                )
+    assert asked > 150
+    assert not wrong, f"{len(wrong)} of {asked}:\n" + "\n".join(wrong)
