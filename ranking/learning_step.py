@@ -63,7 +63,7 @@ def learning_step(*, plan_id: int) -> dict:
     report: dict = {"status": plan.status}
     trained = None
     rows = plan_rows(plan)
-    size = batch_size(plan, len(rows.candidates))
+    size = batch_size(plan, len(rows.candidates), state)
     usable = scores_usable(latest, rows)
     due = state.judged_since(latest) >= (plan.retrain_every or size) or (
         not state.queued and state.judged_since(latest) > 0
@@ -79,6 +79,7 @@ def learning_step(*, plan_id: int) -> dict:
         else:
             model, created = (latest if usable else None), False
         state = plan_state(plan)  # judgments may have arrived while training
+        size = batch_size(plan, len(rows.candidates), state)
         report["model"] = model.version if model else None
         report["added"], report["picked_by"] = plan_top_up(plan, state, model, rows, size)
         ended = _ended(plan, state, report["added"], rows)
