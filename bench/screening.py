@@ -50,20 +50,34 @@ MAIL_LISTS = {
     "webdev": "webdev.linux.ie",
 }
 
-# name -> (feature options, screening protocol)
+# name -> (feature options, screening protocol). C = 30 was sasc's C before the screening
+# measurements (core.active.DEFAULT_C); "autotar-c10" is what the live loop does now.
 VARIANTS = {
     # sasc before this work: letters-only unigrams, one document per retrain, no presumed
-    "old": ({}, screening.Protocol(growing=False, lookahead=False, presumed=False)),
-    "batch1": ({}, screening.Protocol(growing=False, lookahead=False)),
-    "batch1-pairs": ({"ngrams": 2}, screening.Protocol(growing=False, lookahead=False)),
-    "batch1-numbers": ({"numbers": True}, screening.Protocol(growing=False, lookahead=False)),
+    "old": ({}, screening.Protocol(growing=False, lookahead=False, presumed=False, c=30.0)),
+    "batch1": ({}, screening.Protocol(growing=False, lookahead=False, c=30.0)),
+    "batch1-pairs": ({"ngrams": 2}, screening.Protocol(growing=False, lookahead=False, c=30.0)),
+    "batch1-numbers": (
+        {"numbers": True},
+        screening.Protocol(growing=False, lookahead=False, c=30.0),
+    ),
     "batch1-pairs-numbers": (
         {"ngrams": 2, "numbers": True},
-        screening.Protocol(growing=False, lookahead=False),
+        screening.Protocol(growing=False, lookahead=False, c=30.0),
     ),
-    "batch1-neardup": ({}, screening.Protocol(growing=False, lookahead=False, neardup=0.8)),
-    "autotar-nowait": ({}, screening.Protocol(lookahead=False)),
-    "autotar": ({}, screening.Protocol()),
+    "batch1-neardup": ({}, screening.Protocol(growing=False, lookahead=False, neardup=0.8, c=30.0)),
+    "autotar-nowait": ({}, screening.Protocol(lookahead=False, c=30.0)),
+    "autotar": ({}, screening.Protocol(c=30.0)),
+    "autotar-c3": ({}, screening.Protocol(c=3.0)),
+    "autotar-c10": ({}, screening.Protocol(c=10.0)),
+    "autotar-c100": ({}, screening.Protocol(c=100.0)),
+    "autotar-pairs-c3": ({"ngrams": 2}, screening.Protocol(c=3.0)),
+    "autotar-pairs-c10": ({"ngrams": 2}, screening.Protocol(c=10.0)),
+    "autotar-nopresumed": ({}, screening.Protocol(presumed=False, c=30.0)),
+    "autotar-pairs": ({"ngrams": 2}, screening.Protocol(c=30.0)),
+    "autotar-numbers": ({"numbers": True}, screening.Protocol(c=30.0)),
+    "autotar-neardup": ({}, screening.Protocol(neardup=0.8, c=30.0)),
+    "autotar-pairs-numbers": ({"ngrams": 2, "numbers": True}, screening.Protocol(c=30.0)),
 }
 
 

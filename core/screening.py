@@ -37,7 +37,7 @@ class Protocol:
     growing: bool = True  # AutoTAR's batches; False: one document per retrain throughout
     lookahead: bool = True  # the next batch is picked before the current one is judged
     presumed: bool = True  # AutoTAR's presumed non-relevant sample in every training set
-    c: float = active.DEFAULT_C
+    c: float = active.SCREENING_C
     # Cosine similarity at which an unjudged document that near-duplicates a document just
     # judged relevant jumps the queue (0: off).
     neardup: float = 0.0

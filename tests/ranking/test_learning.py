@@ -238,6 +238,10 @@ def test_a_plan_grows_its_batches_as_autotar_by_default_and_keeps_one_batch_queu
     # Retrained once per batch (1, 2, 3, 4, 5, 6, 7 cover 28 judgments), not per document.
     assert 6 <= versions[-1] - versions[0] <= 8, versions
     assert learning_state.batch_size(plan, 160, learning_state.plan_state(plan)) == 8
+    # The picker is AutoTAR's: presumed non-relevant documents in training, C for screening.
+    params = LearningModel.objects.filter(plan=plan).latest("version").params
+    assert params["selector_presumed"] is True and params["selector_C"] == 10.0
+    assert params["presumed_nonrelevant"] > 0
 
 
 def test_plans_refuse_what_cannot_work(setup):
