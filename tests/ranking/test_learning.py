@@ -469,3 +469,21 @@ def test_a_failed_step_shows_its_reason_on_the_plan(setup, monkeypatch):
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.LEARNING
     assert "The last update failed (RuntimeError: disk full)" in plan.status_message
+
+
+def test_the_plan_form_grows_batches_by_default_and_names_a_conflicting_choice(setup):
+    from ranking.forms import LearningPlanForm
+
+    project, topic, annotator, truth = setup
+    base = {**PLAN_FORM, "topics": [topic.pk]}
+    del base["batch_percent"]
+    assert LearningPlanForm(project=project).fields["growing"].initial is True
+    form = LearningPlanForm({**base, "growing": "on"}, project=project)
+    assert form.is_valid(), form.errors
+    assert (form.cleaned_data["growing"], form.cleaned_data["batch_size"]) == (True, None)
+    form = LearningPlanForm({**base, "growing": "on", "batch_percent": "5"}, project=project)
+    assert not form.is_valid()
+    assert "Growing batches start from a batch size, not a percentage" in str(form.errors)
+    form = LearningPlanForm(base, project=project)  # unticked, and no fixed batch either
+    assert not form.is_valid()
+    assert "Give either a batch size or a batch percentage" in str(form.errors)
