@@ -72,6 +72,8 @@ VARIANTS = {
     "autotar-c10": ({}, screening.Protocol(c=10.0)),
     "autotar-c10-neardup": ({}, screening.Protocol(c=10.0, neardup=0.8)),
     "autotar-c10-pairs-numbers": ({"ngrams": 2, "numbers": True}, screening.Protocol(c=10.0)),
+    "autotar-c10-balanced": ({}, screening.Protocol(c=10.0, balanced=True)),
+    "autotar-c1-balanced": ({}, screening.Protocol(c=1.0, balanced=True)),
     "autotar-c100": ({}, screening.Protocol(c=100.0)),
     "autotar-pairs-c3": ({"ngrams": 2}, screening.Protocol(c=3.0)),
     "autotar-pairs-c10": ({"ngrams": 2}, screening.Protocol(c=10.0)),

@@ -41,6 +41,8 @@ class Protocol:
     # Cosine similarity at which an unjudged document that near-duplicates a document just
     # judged relevant jumps the queue (0: off).
     neardup: float = 0.0
+    # Weight the classes inversely to their counts in training (relevant documents up).
+    balanced: bool = False
 
 
 def autotar_batches(first: int = 1) -> Iterator[int]:
@@ -78,6 +80,15 @@ def _model_scores(matrix, judged: list[int], labels: list[int], protocol: Protoc
     if protocol.presumed:
         extra = active.presumed_nonrelevant(range(matrix.shape[0]), judged, seed=seed)
         rows, y = rows + extra, y + [0] * len(extra)
+    if protocol.balanced:
+        from sklearn.linear_model import LogisticRegression
+
+        if len(set(y)) < 2:
+            raise active.NotTrainable("one class")
+        fitted = LogisticRegression(
+            C=protocol.c, solver="liblinear", class_weight="balanced", random_state=seed
+        ).fit(matrix[rows], y)
+        return active.Model(fitted, np.asarray(rows), sum(y), len(y) - sum(y)).probabilities(matrix)
     return active.train(matrix, rows, y, seed=seed, c=protocol.c).probabilities(matrix)
 
 
