@@ -230,6 +230,8 @@ def test_a_plan_grows_its_batches_as_autotar_by_default_and_keeps_one_batch_queu
     versions = [LearningModel.objects.filter(plan=plan).count()]
     for judged in range(1, 31):
         assert judge_next(project, annotator, truth) is not None
+        # Before the worker's step: the next document is already there (never waiting).
+        assert free_documents(plan) >= 1, judged
         learning_step.learning_step(plan_id=plan.pk)
         size = autotar_batch_at(judged)
         # Never empty: the annotator always has the rest of this batch and the next one.
