@@ -31,14 +31,27 @@ class FeatureMatrix:
     vocabulary: list[str]
 
 
+# Terms start with a letter: bare numbers (dates, prices, ids) left out.
+WORDS = r"(?u)\b[^\W\d_][\w'-]*[^\W_]\b|\b[^\W\d_]\b"
+# Numbers kept too: any run of two or more word characters, or one letter.
+WORDS_AND_NUMBERS = r"(?u)\b\w[\w'-]*\w\b|\b[^\W\d_]\b"
+
+
 def build_tfidf(
-    docs: Iterable[tuple[str, str]], *, min_df: int = 2, max_df: float = 0.95
+    docs: Iterable[tuple[str, str]],
+    *,
+    min_df: int = 2,
+    max_df: float = 0.95,
+    ngrams: int = 1,
+    numbers: bool = False,
 ) -> FeatureMatrix:
     """Fit a TF-IDF model on ``(docid, text)`` pairs and return the row-normalised matrix.
 
     Sublinear tf and English stop words, as usual for relevance classifiers on email
     (Rahman et al. use TF-IDF with logistic regression). ``min_df`` falls back to 1 for tiny
-    collections so that every document still gets features.
+    collections so that every document still gets features. ``ngrams`` 2 adds word pairs;
+    ``numbers`` keeps terms that start with a digit (both measured for screening in
+    docs/active-learning.md).
     """
     import scipy.sparse as sp  # loaded lazily: the web process rarely needs them
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -56,8 +69,8 @@ def build_tfidf(
         min_df=min_df if len(docids) >= 50 else 1,
         max_df=max_df if len(docids) >= 50 else 1.0,
         dtype=np.float32,
-        # Terms start with a letter: bare numbers (dates, prices, ids) are noise for relevance.
-        token_pattern=r"(?u)\b[^\W\d_][\w'-]*[^\W_]\b|\b[^\W\d_]\b",  # noqa: S106
+        ngram_range=(1, ngrams),
+        token_pattern=WORDS_AND_NUMBERS if numbers else WORDS,
     )
     try:
         matrix = vectorizer.fit_transform(texts)

@@ -12,9 +12,15 @@ class LearningPlanForm(forms.Form):
     strategy = forms.ChoiceField(choices=LearningPlan.Strategy.choices, initial="cal")
     seed_mode = forms.ChoiceField(choices=LearningPlan.SeedMode.choices, initial="is")
     candidates = forms.ChoiceField(choices=LearningPlan.Candidates.choices, initial="pool")
+    growing = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Growing batches (AutoTAR)",
+        help_text="1 document (or the batch size), then +ceil(B/10) after each batch",
+    )
     batch_size = forms.IntegerField(min_value=1, max_value=10_000, required=False)
     batch_percent = forms.IntegerField(
-        min_value=1, max_value=100, required=False, initial=10, label="or batch as % of candidates"
+        min_value=1, max_value=100, required=False, label="or batch as % of candidates"
     )
     budget = forms.IntegerField(
         min_value=1, max_value=1_000_000, initial=100, help_text="Documents judged, seeds included"
@@ -50,8 +56,17 @@ class LearningPlanForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if (data.get("batch_size") is None) == (data.get("batch_percent") is None):
-            raise forms.ValidationError("Give either a batch size or a batch percentage.")
+        size, percent = data.get("batch_size"), data.get("batch_percent")
+        if data.get("growing"):
+            if percent is not None:
+                raise forms.ValidationError(
+                    "Growing batches start from a batch size, not a percentage: "
+                    "clear the percentage or untick growing batches."
+                )
+        elif (size is None) == (percent is None):
+            raise forms.ValidationError(
+                "Give either a batch size or a batch percentage (or tick growing batches)."
+            )
         return data
 
 

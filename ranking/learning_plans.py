@@ -30,6 +30,7 @@ def learning_plan_create(
     candidates: str = LearningPlan.Candidates.POOL,
     batch_size: int | None = None,
     batch_percent: int | None = None,
+    growing: bool | None = None,
     retrain_every: int | None = None,
     random_seed: int = 0,
     rds_system: str = "bm25.title",
@@ -40,7 +41,13 @@ def learning_plan_create(
     round_: Round | None = None,
     user=None,
 ) -> LearningPlan:
-    """Start active learning for one topic of a project; the first step runs in a worker."""
+    """Start active learning for one topic of a project; the first step runs in a worker.
+
+    Batches: with neither ``batch_size`` nor ``batch_percent`` the plan follows AutoTAR's
+    growing batches (1 document, then B + ceil(B / 10); docs/active-learning.md measures
+    why); ``growing=True`` with a ``batch_size`` grows from that size; otherwise the batch
+    is fixed (a size, or a percentage of the candidates as in Rahman et al.).
+    """
     from ranking.pooling import SYSTEMS
 
     problems = []
@@ -52,8 +59,14 @@ def learning_plan_create(
         problems.append(f"unknown seed mode {seed_mode!r}")
     if candidates not in LearningPlan.Candidates.values:
         problems.append(f"unknown candidate set {candidates!r}")
-    if (batch_size is None) == (batch_percent is None):
-        problems.append("give either a batch size or a batch percentage")
+    if batch_size is not None and batch_percent is not None:
+        problems.append("give a batch size or a batch percentage, not both")
+    if growing and batch_percent is not None:
+        problems.append("growing batches start from a batch size, not a percentage")
+    if growing is None:
+        growing = batch_size is None and batch_percent is None
+    if growing and batch_size is None:
+        batch_size = 1
     if batch_size is not None and batch_size < 1:
         problems.append("the batch size must be at least 1")
     if batch_percent is not None and not 1 <= batch_percent <= 100:
@@ -99,6 +112,7 @@ def learning_plan_create(
             candidates=candidates,
             batch_size=batch_size,
             batch_percent=batch_percent,
+            growing=growing,
             budget=budget,
             retrain_every=retrain_every,
             random_seed=random_seed,

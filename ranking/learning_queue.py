@@ -138,7 +138,7 @@ def queue_top_up(*, project: AnnotationProject) -> int:
             if locked is None:
                 continue
             state = plan_state(locked)
-            size = batch_size(locked, len(rows.candidates))
+            size = batch_size(locked, len(rows.candidates), state)
             added += plan_top_up(locked, state, model, rows, size)[0]
         learning_nudge(plan_id=plan.pk)
     return added

@@ -63,7 +63,7 @@ def learning_step(*, plan_id: int) -> dict:
     report: dict = {"status": plan.status}
     trained = None
     rows = plan_rows(plan)
-    size = batch_size(plan, len(rows.candidates))
+    size = batch_size(plan, len(rows.candidates), state)
     usable = scores_usable(latest, rows)
     due = state.judged_since(latest) >= (plan.retrain_every or size) or (
         not state.queued and state.judged_since(latest) > 0
@@ -79,6 +79,7 @@ def learning_step(*, plan_id: int) -> dict:
         else:
             model, created = (latest if usable else None), False
         state = plan_state(plan)  # judgments may have arrived while training
+        size = batch_size(plan, len(rows.candidates), state)
         report["model"] = model.version if model else None
         report["added"], report["picked_by"] = plan_top_up(plan, state, model, rows, size)
         ended = _ended(plan, state, report["added"], rows)
@@ -150,10 +151,20 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
         rows.index_version,
     )
     seed = plan.random_seed + version
+    # Screening (CAL in growing batches, AutoTAR): the picker learns from presumed
+    # non-relevant documents too, at the C measured for screening (docs/active-learning.md).
+    screening = plan.growing and plan.strategy == LearningPlan.Strategy.CAL
+    selector_c = active.SCREENING_C if screening else active.DEFAULT_C
     try:
-        # Two classifiers: the one that picks (judged documents alone, as in Rahman et al.)
-        # and the one that labels the rest (plus presumed non-relevant documents).
-        model = active.train(matrix.matrix, rows_judged, labels, seed=seed)
+        # Two classifiers: the one that picks (judged documents alone, as in Rahman et al.,
+        # or as AutoTAR when screening) and the one that labels the rest (plus presumed
+        # non-relevant documents).
+        if screening:
+            model = active.train_labeller(
+                matrix.matrix, rows_judged, labels, candidates, seed=seed, c=selector_c
+            )
+        else:
+            model = active.train(matrix.matrix, rows_judged, labels, seed=seed)
         labeller = active.train_labeller(matrix.matrix, rows_judged, labels, candidates, seed=seed)
     except active.NotTrainable as exc:
         logger.info("plan %s: %s", plan.pk, exc)
@@ -188,7 +199,9 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
         "params": {
             "classifier": "logistic regression (liblinear)",
             "C": active.DEFAULT_C,
-            "presumed_nonrelevant": labeller.negatives - model.negatives,
+            "selector_C": selector_c,
+            "selector_presumed": screening,
+            "presumed_nonrelevant": labeller.negatives - (len(labels) - int(labels.sum())),
             "random_seed": seed,
             "strategy": plan.strategy,
             "features": f"TF-IDF of collection version {rows.index_version}",

@@ -142,6 +142,11 @@ class LearningPlan(models.Model):
     batch_percent = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Batch as a percentage of the candidates"
     )
+    # AutoTAR's growing batches (core.screening.autotar_batch_at): batch_size first, then
+    # B + ceil(B / 10) after each batch. The default of new plans (docs/active-learning.md).
+    growing = models.BooleanField(
+        default=False, help_text="Growing batches (AutoTAR): batch size first, then +ceil(B/10)"
+    )
     budget = models.PositiveIntegerField(help_text="Documents judged by people, seeds included")
     retrain_every = models.PositiveIntegerField(
         null=True,

@@ -38,7 +38,7 @@ def learning_overview(*, project: AnnotationProject) -> list[dict]:
                 "queued": len(state.queued),
                 "model": model,
                 "versions": plan.models.count(),
-                "batch": batch_size(plan, candidates) if candidates else None,
+                "batch": batch_size(plan, candidates, state) if candidates else None,
                 "candidates": candidates,
                 "signal": signal,
                 "stopping": stopping_state(signal, budget=plan.budget),

@@ -214,6 +214,38 @@ def test_an_empty_queue_is_topped_up_from_the_previous_model_when_a_retrain_is_l
     assert free_documents(plan) == 7  # topped up to two batches, one of them now claimed
 
 
+def test_a_plan_grows_its_batches_as_autotar_by_default_and_keeps_one_batch_queued(setup):
+    from core.screening import autotar_batch_at
+    from tests.learningkit import seed_two_and_two
+
+    project, topic, annotator, truth = setup
+    seed_two_and_two(project, topic, truth)
+    plan = learning_plans.learning_plan_create(
+        project=project, topic=topic, budget=100, candidates=LearningPlan.Candidates.COLLECTION
+    )
+    assert (plan.growing, plan.batch_size, plan.batch_percent) == (True, 1, None)
+    learning_step.learning_step(plan_id=plan.pk)
+    # The first batch is 1 document; the queue holds it and one batch ahead.
+    assert free_documents(plan) == 2
+    versions = [LearningModel.objects.filter(plan=plan).count()]
+    for judged in range(1, 31):
+        assert judge_next(project, annotator, truth) is not None
+        # Before the worker's step: the next document is already there (never waiting).
+        assert free_documents(plan) >= 1, judged
+        learning_step.learning_step(plan_id=plan.pk)
+        size = autotar_batch_at(judged)
+        # Never empty: the annotator always has the rest of this batch and the next one.
+        assert size <= free_documents(plan) <= 2 * size, (judged, free_documents(plan))
+        versions.append(LearningModel.objects.filter(plan=plan).count())
+    # Retrained once per batch (1, 2, 3, 4, 5, 6, 7 cover 28 judgments), not per document.
+    assert 6 <= versions[-1] - versions[0] <= 8, versions
+    assert learning_state.batch_size(plan, 160, learning_state.plan_state(plan)) == 8
+    # The picker is AutoTAR's: presumed non-relevant documents in training, C for screening.
+    params = LearningModel.objects.filter(plan=plan).latest("version").params
+    assert params["selector_presumed"] is True and params["selector_C"] == 10.0
+    assert params["presumed_nonrelevant"] > 0
+
+
 def test_plans_refuse_what_cannot_work(setup):
     project, topic, annotator, truth = setup
     other = Topic.objects.create(collection=project.collection, number="2", title="x")
@@ -230,7 +262,7 @@ def test_plans_refuse_what_cannot_work(setup):
     message = str(err.value)
     for expected in (
         "topic 2 is not in the project",
-        "give either a batch size or a batch percentage",
+        "give a batch size or a batch percentage, not both",
         "the budget must be at least 1 document",
         "unknown system 'tfidf' for RDS",
         "the sensitivity strategy needs one of the project's personas",
@@ -439,3 +471,21 @@ def test_a_failed_step_shows_its_reason_on_the_plan(setup, monkeypatch):
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.LEARNING
     assert "The last update failed (RuntimeError: disk full)" in plan.status_message
+
+
+def test_the_plan_form_grows_batches_by_default_and_names_a_conflicting_choice(setup):
+    from ranking.forms import LearningPlanForm
+
+    project, topic, annotator, truth = setup
+    base = {**PLAN_FORM, "topics": [topic.pk]}
+    del base["batch_percent"]
+    assert LearningPlanForm(project=project).fields["growing"].initial is True
+    form = LearningPlanForm({**base, "growing": "on"}, project=project)
+    assert form.is_valid(), form.errors
+    assert (form.cleaned_data["growing"], form.cleaned_data["batch_size"]) == (True, None)
+    form = LearningPlanForm({**base, "growing": "on", "batch_percent": "5"}, project=project)
+    assert not form.is_valid()
+    assert "Growing batches start from a batch size, not a percentage" in str(form.errors)
+    form = LearningPlanForm(base, project=project)  # unticked, and no fixed batch either
+    assert not form.is_valid()
+    assert "Give either a batch size or a batch percentage" in str(form.errors)

@@ -306,7 +306,7 @@ class Command(BaseCommand):
         self.create_learning_project(collection, annotators, topics)
 
     def create_learning_project(self, collection, annotators, topics):
-        """Active learning on one topic: RDS down BM25 (title), then CAL in batches of 10."""
+        """Active learning on one topic: RDS down BM25 (title), then CAL in growing batches."""
         from ranking.learning_plans import learning_plan_create
 
         topic = topics.get(number="403")
@@ -324,11 +324,10 @@ class Command(BaseCommand):
             budget=80,
             seed_mode="rds",
             candidates="collection",
-            batch_size=10,
         )
         self.say(
             f"Active-learning project {project.name!r}: topic {topic.number}, the worker "
-            "walks down BM25 for seeds, then CAL queues batches of 10"
+            "walks down BM25 for seeds, then CAL queues growing batches (AutoTAR: 1, 2, 3, ...)"
         )
 
     def load_corpus(self):

@@ -1,0 +1,281 @@
+"""Screening side by side: sasc's CAL against ASReview's default model (ELAS u4), the same
+texts, the same priors (1 relevant + 1 non-relevant, seeded), both until the last relevant
+document is found, in the same run. Reports documents to 80/90/95/100% recall per topic
+(mean over priors, with min-max), WSS@95 and seconds per model step.
+
+    .venv/bin/python bench/screening.py --data cacm --topics 10 --priors 3
+    .venv/bin/python bench/screening.py --data cranfield --data mail --variants autotar
+    .venv/bin/python bench/screening.py --data cacm --no-asreview --variants all  # tuning
+
+Collections: ``cacm`` and ``cranfield`` from ../shared/data (title + abstract; Cranfield
+codes 1-3 relevant, as ``core.parsing.trec.cranfield_grade``), ``mail`` the demo corpus
+(SpamAssassin ham, subject + body) with one topic per mailing list: a message is relevant
+when its List-Id header (never shown to either tool) names the list. Topics: those with at
+least 5 relevant documents, ``--topics`` of them spread evenly in number order. ASReview is
+run by its own Python (``--asreview``, default /tmp/asr/bin/python; install it there with
+``python3.11 -m venv /tmp/asr && /tmp/asr/bin/pip install asreview``).
+"""
+
+import argparse
+import email
+import email.policy
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from core import features, screening  # noqa: E402
+from core.parsing.trec import iter_qrels, iter_smart, iter_smart_queries  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+MAIL_LISTS = {
+    "rpm": "rpm-zzzlist.freshrpms.net",
+    "razor": "razor-users.",
+    "sa-talk": "spamassassin-talk.",
+    "exmh-workers": "exmh-workers.",
+    "exmh-users": "exmh-users.",
+    "sa-devel": "spamassassin-devel.",
+    "social": "social.linux.ie",
+    "secprog": "secprog.list-id",
+    "iiu": "iiu.",
+    "sa-commits": "spamassassin-commits.",
+    "webdev": "webdev.linux.ie",
+}
+
+# name -> (feature options, screening protocol). C = 30 was sasc's C before the screening
+# measurements (core.active.DEFAULT_C); "autotar-c10" is what the live loop does now.
+VARIANTS = {
+    # sasc before this work: letters-only unigrams, one document per retrain, no presumed
+    "old": ({}, screening.Protocol(growing=False, lookahead=False, presumed=False, c=30.0)),
+    "batch1": ({}, screening.Protocol(growing=False, lookahead=False, c=30.0)),
+    "batch1-pairs": ({"ngrams": 2}, screening.Protocol(growing=False, lookahead=False, c=30.0)),
+    "batch1-numbers": (
+        {"numbers": True},
+        screening.Protocol(growing=False, lookahead=False, c=30.0),
+    ),
+    "batch1-pairs-numbers": (
+        {"ngrams": 2, "numbers": True},
+        screening.Protocol(growing=False, lookahead=False, c=30.0),
+    ),
+    "batch1-neardup": ({}, screening.Protocol(growing=False, lookahead=False, neardup=0.8, c=30.0)),
+    "autotar-nowait": ({}, screening.Protocol(lookahead=False, c=30.0)),
+    "autotar": ({}, screening.Protocol(c=30.0)),
+    "autotar-c3": ({}, screening.Protocol(c=3.0)),
+    "autotar-c10": ({}, screening.Protocol(c=10.0)),
+    "autotar-c10-neardup": ({}, screening.Protocol(c=10.0, neardup=0.8)),
+    "autotar-c10-pairs-numbers": ({"ngrams": 2, "numbers": True}, screening.Protocol(c=10.0)),
+    "autotar-c10-balanced": ({}, screening.Protocol(c=10.0, balanced=True)),
+    "autotar-c1-balanced": ({}, screening.Protocol(c=1.0, balanced=True)),
+    "autotar-c100": ({}, screening.Protocol(c=100.0)),
+    "autotar-pairs-c3": ({"ngrams": 2}, screening.Protocol(c=3.0)),
+    "autotar-pairs-c10": ({"ngrams": 2}, screening.Protocol(c=10.0)),
+    "autotar-nopresumed": ({}, screening.Protocol(presumed=False, c=30.0)),
+    "autotar-pairs": ({"ngrams": 2}, screening.Protocol(c=30.0)),
+    "autotar-numbers": ({"numbers": True}, screening.Protocol(c=30.0)),
+    "autotar-neardup": ({}, screening.Protocol(neardup=0.8, c=30.0)),
+    "autotar-pairs-numbers": ({"ngrams": 2, "numbers": True}, screening.Protocol(c=30.0)),
+}
+
+
+def smart_collection(name: str):
+    """Texts and topics (row sets) of a SMART collection."""
+    folder = DATA / name
+    files = {
+        "cacm": ("cacm.all", "query.text", "qrels.text", "cacm"),
+        "cranfield": ("cran.all.1400", "cran.qry", "cranqrel", "cranfield"),
+    }[name]
+    docs = [r for r in iter_smart((folder / files[0]).read_bytes(), files[0]) if hasattr(r, "id")]
+    row = {d.id: i for i, d in enumerate(docs)}
+    texts = [" ".join(f"{d.fields.get('T', '')} {d.fields.get('W', '')}".split()) for d in docs]
+    topics: dict[str, set[int]] = {}
+    for q in iter_qrels((folder / files[2]).read_bytes(), files[2], fmt=files[3]):
+        if hasattr(q, "grade") and q.grade >= 1 and q.docid in row:
+            topics.setdefault(q.topic, set()).add(row[q.docid])
+    known = {
+        t.number
+        for t in iter_smart_queries(
+            (folder / files[1]).read_bytes(),
+            files[1],
+            number_by="order" if name == "cranfield" else "id",
+        )
+        if hasattr(t, "number")
+    }
+    return texts, {t: r for t, r in topics.items() if t in known}
+
+
+def mail_collection():
+    """The demo's ham messages (subject + body) and one topic per mailing list."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _setup import corpus_root
+
+    from config.demo import corpus
+
+    texts, topics = [], {name: set() for name in MAIL_LISTS}
+    for folder in corpus.HAM_FOLDERS:
+        for path in sorted((corpus_root() / folder).iterdir()):
+            msg = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+            body = msg.get_body(preferencelist=("plain", "html"))
+            try:
+                text = body.get_content() if body is not None else ""
+            except (LookupError, ValueError):
+                text = body.get_payload(decode=True).decode("latin-1") if body else ""
+            list_id = str(msg.get("List-Id", ""))
+            for name, marker in MAIL_LISTS.items():
+                if marker in list_id:
+                    topics[name].add(len(texts))
+            texts.append(" ".join(f"{msg.get('Subject', '')} {text}".split()))
+    return texts, topics
+
+
+def pick_topics(topics: dict[str, set[int]], count: int) -> list[str]:
+    """``count`` topics with at least 5 relevant, spread evenly in number order."""
+    usable = sorted((t for t, r in topics.items() if len(r) >= 5), key=_number_key)
+    if len(usable) <= count:
+        return usable
+    return [usable[round(i * (len(usable) - 1) / (count - 1))] for i in range(count)]
+
+
+def _number_key(t: str):
+    return (0, int(t), "") if t.isdigit() else (1, 0, t)
+
+
+def run_asreview(python: str, texts, jobs):
+    started = time.perf_counter()
+    done = subprocess.run(
+        [python, str(ROOT / "bench" / "asreview_driver.py")],
+        input=json.dumps({"texts": texts, "runs": jobs}),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tempfile.gettempdir(),  # ASReview writes a cache file where it runs
+    )
+    return json.loads(done.stdout)["runs"], time.perf_counter() - started
+
+
+def summarise(order, truth, step_seconds):
+    reach = screening.documents_to_recall(order, truth)
+    return {
+        "docs": {str(k): v for k, v in reach.items()},
+        "wss95": screening.wss(order, truth),
+        "steps": len(step_seconds),
+        "step_median_ms": 1000 * statistics.median(step_seconds) if step_seconds else None,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", action="append", choices=["cacm", "cranfield", "mail"])
+    parser.add_argument("--topics", type=int, default=10)
+    parser.add_argument("--priors", type=int, default=3)
+    parser.add_argument("--variants", default="old,autotar", help="comma list, or all")
+    parser.add_argument("--no-asreview", action="store_true")
+    parser.add_argument("--asreview", default="/tmp/asr/bin/python")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    names = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
+    results = {}
+    for data in args.data or ["cacm"]:
+        texts, topics = mail_collection() if data == "mail" else smart_collection(data)
+        chosen = pick_topics(topics, args.topics)
+        runs = []  # (topic, prior seed, truth, priors)
+        for t in chosen:
+            truth = np.zeros(len(texts), dtype=int)
+            truth[list(topics[t])] = 1
+            for s in range(args.priors):
+                runs.append((t, s, truth, screening.priors_for(truth, 1000 * s + len(runs))))
+        print(
+            f"{data}: {len(texts):,} documents, topics {', '.join(chosen)} "
+            f"({statistics.mean(len(topics[t]) for t in chosen):.1f} relevant on average), "
+            f"{args.priors} priors each"
+        )
+        out = {}
+        if not args.no_asreview:
+            jobs = [{"labels": tr.tolist(), "priors": p} for _t, _s, tr, p in runs]
+            asr, seconds = run_asreview(args.asreview, texts, jobs)
+            out["asreview"] = [
+                {"topic": t, "prior": s, **summarise(r["order"], tr, r["step_seconds"])}
+                for (t, s, tr, _p), r in zip(runs, asr, strict=True)
+            ]
+            print(f"  asreview ELAS u4: {seconds:.0f} s")
+        matrices = {}
+        for name in names:
+            options, protocol = VARIANTS[name]
+            key = json.dumps(options, sort_keys=True)
+            if key not in matrices:
+                matrices[key] = features.build_tfidf(
+                    ((str(i), x) for i, x in enumerate(texts)), **options
+                ).matrix
+            started = time.perf_counter()
+            out[name] = []
+            for t, s, tr, p in runs:
+                run = screening.screen(matrices[key], tr, p, protocol, seed=s)
+                out[name].append(
+                    {"topic": t, "prior": s, **summarise(run.order, tr, run.step_seconds)}
+                )
+            print(f"  sasc {name}: {time.perf_counter() - started:.0f} s")
+        results[data] = {
+            "topics": chosen,
+            "relevant": {t: len(topics[t]) for t in chosen},
+            "runs": out,
+        }
+        report(data, results[data])
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+
+
+def report(data, result):
+    tools = list(result["runs"])
+    levels = [str(x) for x in screening.RECALLS]
+    print(f"\n{data}: documents to 80/90/95/100% recall (mean over priors, min-max at 100%)")
+    print("topic  rel  " + "  ".join(f"{tool:>26}" for tool in tools))
+    for t in result["topics"]:
+        cells = []
+        for tool in tools:
+            rows = [r for r in result["runs"][tool] if r["topic"] == t]
+            means = [statistics.mean(r["docs"][lv] for r in rows) for lv in levels]
+            spread = [r["docs"]["1.0"] for r in rows]
+            cells.append("/".join(f"{m:.0f}" for m in means) + f" ({min(spread)}-{max(spread)})")
+        print(f"{t:<6} {result['relevant'][t]:>4}  " + "  ".join(f"{c:>26}" for c in cells))
+    print("mean         " + "  ".join(f"{_mean_cell(result, tool, levels):>26}" for tool in tools))
+    for tool in tools:
+        rows = result["runs"][tool]
+        print(
+            f"  {tool:<22} WSS@95 {statistics.mean(r['wss95'] for r in rows):.3f}   "
+            f"step median {statistics.median(r['step_median_ms'] for r in rows):.1f} ms   "
+            f"steps {statistics.mean(r['steps'] for r in rows):.0f}"
+        )
+    if "asreview" in result["runs"]:
+        for tool in tools:
+            if tool == "asreview":
+                continue
+            for lv in ("0.95", "1.0"):
+                ratios = []
+                for t in result["topics"]:
+                    ours = statistics.mean(
+                        r["docs"][lv] for r in result["runs"][tool] if r["topic"] == t
+                    )
+                    theirs = statistics.mean(
+                        r["docs"][lv] for r in result["runs"]["asreview"] if r["topic"] == t
+                    )
+                    ratios.append(ours / theirs)
+                print(
+                    f"  {tool} / asreview at {lv}: mean of topic ratios "
+                    f"{statistics.mean(ratios):.2f}, worst {max(ratios):.2f}"
+                )
+
+
+def _mean_cell(result, tool, levels):
+    rows = result["runs"][tool]
+    return "/".join(f"{statistics.mean(r['docs'][lv] for r in rows):.0f}" for lv in levels)
+
+
+if __name__ == "__main__":
+    main()

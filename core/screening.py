@@ -1,0 +1,182 @@
+"""Screening simulation: one reviewer judging documents in the order a CAL model asks for,
+until every relevant document is found; pure: no Django.
+
+This is the question a screening tool answers ("how many documents must a person read to
+find x% of the relevant ones?"), not the finite-pool labelling of ``core.simulate_learning``.
+The protocol is Cormack and Grossman's AutoTAR (2015), the strongest published CAL protocol
+for a person judging in order:
+
+- batches grow: 1 document, then B + ceil(B / 10) each time (``autotar_batches``);
+- every retrain adds a fresh random sample of 100 unjudged documents labelled non-relevant
+  ("presumed non-relevant", ``core.active.presumed_nonrelevant``);
+- within a batch the reviewer judges the highest-scored documents first.
+
+``Protocol.lookahead`` is the live loop's "the reviewer never waits": the next batch is
+queued while the current one is judged, so it is picked by the model that had not seen the
+current batch (``ranking.learning_queue`` tops the queue up one batch ahead).
+
+Everything random takes a seed; a run is reproducible.
+"""
+
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core import active
+
+RECALLS = (0.8, 0.9, 0.95, 1.0)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How the simulated review picks documents (see the module docstring)."""
+
+    growing: bool = True  # AutoTAR's batches; False: one document per retrain throughout
+    lookahead: bool = True  # the next batch is picked before the current one is judged
+    presumed: bool = True  # AutoTAR's presumed non-relevant sample in every training set
+    c: float = active.SCREENING_C
+    # Cosine similarity at which an unjudged document that near-duplicates a document just
+    # judged relevant jumps the queue (0: off).
+    neardup: float = 0.0
+    # Weight the classes inversely to their counts in training (relevant documents up).
+    balanced: bool = False
+
+
+def autotar_batches(first: int = 1) -> Iterator[int]:
+    """Yield AutoTAR's batch sizes: ``first``, then B + ceil(B / 10) each time."""
+    b = first
+    while True:
+        yield b
+        b += math.ceil(b / 10)
+
+
+def autotar_batch_at(judged: int, first: int = 1) -> int:
+    """Return the size of the AutoTAR batch that the ``judged``-th document (0-based, seeds
+    not counted) belongs to: the live loop's batch after ``judged`` judgments."""
+    if judged < 0:
+        raise ValueError(f"judged must be 0 or more, not {judged}")
+    done = 0
+    for size in autotar_batches(first):
+        done += size
+        if judged < done:
+            return size
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@dataclass
+class Run:
+    """One simulated review: the judging order (priors first) and the seconds each model
+    took (train + score + pick)."""
+
+    order: list[int]
+    step_seconds: list[float] = field(default_factory=list)
+
+
+def _model_scores(matrix, judged: list[int], labels: list[int], protocol: Protocol, seed: int):
+    rows, y = list(judged), list(labels)
+    if protocol.presumed:
+        extra = active.presumed_nonrelevant(range(matrix.shape[0]), judged, seed=seed)
+        rows, y = rows + extra, y + [0] * len(extra)
+    if protocol.balanced:
+        from sklearn.linear_model import LogisticRegression
+
+        if len(set(y)) < 2:
+            raise active.NotTrainable("one class")
+        fitted = LogisticRegression(
+            C=protocol.c, solver="liblinear", class_weight="balanced", random_state=seed
+        ).fit(matrix[rows], y)
+        return active.Model(fitted, np.asarray(rows), sum(y), len(y) - sum(y)).probabilities(matrix)
+    return active.train(matrix, rows, y, seed=seed, c=protocol.c).probabilities(matrix)
+
+
+def screen(matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int = 0) -> Run:
+    """Simulate a review of every row of ``matrix`` against ``truth`` (0/1 per row), starting
+    from the judged ``priors``, until every relevant row is found (or none is left)."""
+    truth = np.asarray(truth, dtype=int)
+    total = int(truth.sum())
+    n = matrix.shape[0]
+    order = [int(r) for r in priors]
+    judged = np.zeros(n, dtype=bool)
+    judged[order] = True
+    found = int(truth[order].sum())
+    run = Run(order)
+    sizes = autotar_batches() if protocol.growing else iter(lambda: 1, None)
+    queued: list[list[int]] = []  # batches picked and waiting, oldest first
+    step = 0
+
+    def pick():
+        nonlocal step
+        started = time.perf_counter()
+        p = _model_scores(matrix, order, truth[order].tolist(), protocol, seed + step)
+        taken = judged.copy()
+        for waiting in queued:
+            taken[waiting] = True
+        pool = np.flatnonzero(~taken)
+        top = pool[np.argsort(-p[pool], kind="stable")[: next(sizes)]].tolist()
+        run.step_seconds.append(time.perf_counter() - started)
+        step += 1
+        queued.append(top)
+
+    while found < total and judged.sum() < n:
+        if not queued:
+            pick()  # nothing waiting (the start): the reviewer waits this once
+        if protocol.lookahead:
+            pick()  # queued while the oldest batch is judged: its model has not seen it
+        batch = queued.pop(0)
+        if not batch and not any(queued):
+            break
+        while batch and found < total:
+            row = batch.pop(0)
+            if judged[row]:
+                continue
+            judged[row] = True
+            order.append(row)
+            if truth[row]:
+                found += 1
+                if protocol.neardup:
+                    batch = _neardups_first(matrix, row, judged, batch, protocol.neardup)
+    return run
+
+
+def _neardups_first(matrix, row: int, judged: np.ndarray, queue: list[int], threshold: float):
+    """Put unjudged documents whose cosine with ``row`` reaches ``threshold`` at the head of
+    the queue (rows are L2-normalised, so the product is the cosine)."""
+    sims = np.asarray((matrix @ matrix[row].T).todense()).ravel()
+    near = [int(r) for r in np.flatnonzero(sims >= threshold) if not judged[r]]
+    near.sort(key=lambda r: -sims[r])
+    return near + [r for r in queue if r not in set(near)]
+
+
+def documents_to_recall(order, truth, recalls=RECALLS) -> dict[float, int | None]:
+    """Documents judged (priors included) when each recall level was first reached; None
+    when the order never reaches it."""
+    truth = np.asarray(truth, dtype=int)
+    total = int(truth.sum())
+    found = np.cumsum(truth[np.asarray(order, dtype=np.int64)])
+    out = {}
+    for level in recalls:
+        need = math.ceil(level * total - 1e-9)
+        hit = np.flatnonzero(found >= need)
+        out[level] = int(hit[0]) + 1 if len(hit) else None
+    return out
+
+
+def wss(order, truth, level: float = 0.95) -> float | None:
+    """Work saved over sampling at ``level`` recall: (N - judged) / N - (1 - level)."""
+    n = len(truth)
+    judged = documents_to_recall(order, truth, (level,))[level]
+    return None if judged is None else (n - judged) / n - (1 - level)
+
+
+def priors_for(truth, seed: int) -> list[int]:
+    """One random relevant and one random non-relevant row (the screening tools' usual
+    minimum prior knowledge), drawn with ``seed``."""
+    truth = np.asarray(truth, dtype=int)
+    rng = np.random.default_rng(seed)
+    return [
+        int(rng.choice(np.flatnonzero(truth == 1))),
+        int(rng.choice(np.flatnonzero(truth == 0))),
+    ]
