@@ -1,0 +1,646 @@
+"""The multi-host scenarios (issue 35): each drives the hosts over HTTP like browsers and
+API clients, injects a fault into the real processes or links, checks the database and
+returns a ``Result`` with its figures.
+
+    kill-storm    40 annotators judge and 4 archivists decide through the load balancer;
+                  host A (web and workers) is SIGKILLed after 8 s
+    kill-import   an import of 4,000 messages; the host running it is SIGKILLed mid-way
+    kill-build    an index build; the host running it is SIGKILLed mid-way
+    release       a release decided through host A, searched for on host B
+    index         an index version built on host A, served by host B after the switch
+    cut           host A cut from the database (its back veth down) for 30 s under load
+"""
+
+import math
+import os
+import statistics
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import requests
+
+from bench.hosts.cluster import Cluster, Host
+
+ORDER = ["kill-storm", "kill-import", "kill-build", "release", "index", "cut"]
+MARK = "zebrafinch"  # a word only the document released in "release" holds
+NEW_MARK = "quokkaberry"  # a word only the documents of a new index version hold
+
+
+@dataclass
+class Result:
+    name: str
+    passed: bool
+    figures: str
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        return f"{self.name}: {self.figures} ({self.seconds:.0f} s) -> {verdict}"
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[max(0, math.ceil(q * len(values)) - 1)] if values else float("nan")
+
+
+def wait_until(what: str, condition, timeout: float, every: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+
+
+# --- the driver's own Django, on the database host --------------------------------------------
+def django_on(cluster: Cluster) -> None:
+    env = cluster.app_env(cluster.a)
+    for key in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "CACHE_URL", "SECRET_KEY"):
+        os.environ[key] = env[key]
+    for key in ("SASC_INDEX_DIR", "SASC_UPLOAD_DIR", "SASC_VAR_DIR", "SASC_JVM_HEAP"):
+        os.environ[key] = env[key]
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    import django
+
+    django.setup()
+
+
+def close_django() -> None:
+    try:
+        from django.db import connections
+
+        connections.close_all()
+    except Exception:  # Django never started
+        pass
+
+
+class Session(requests.Session):
+    """One user's HTTP session against one base URL (the load balancer or a host); logged
+    in by writing a session row (``force_login``), as the acceptance suite does."""
+
+    def __init__(self, base: str, user):
+        from django.conf import settings
+        from django.test import Client
+
+        super().__init__()
+        self.base = base
+        client = Client()
+        client.force_login(user)
+        self.cookies.set(settings.SESSION_COOKIE_NAME, client.cookies[settings.SESSION_COOKIE_NAME].value)
+        r = self.get("/", timeout=30)
+        assert r.status_code == 200 and "csrftoken" in self.cookies, (user, r.status_code)
+
+    def request(self, method, url, **kwargs):
+        if url.startswith("/"):
+            url = self.base + url
+        headers = kwargs.pop("headers", None) or {}
+        if method.upper() not in ("GET", "HEAD"):
+            headers.setdefault("X-CSRFToken", self.cookies.get("csrftoken", ""))
+            headers.setdefault("Referer", self.base + "/")
+        kwargs.setdefault("timeout", 60)
+        return super().request(method, url, headers=headers, **kwargs)
+
+
+@dataclass
+class World:
+    """The data every scenario starts from: a published collection (the sample mail, one
+    message holding ``MARK`` and scored sensitive), its index, users of every role."""
+
+    collection: object
+    persona: object
+    marked: object  # the hidden document the release scenario releases
+    lead: object
+    searcher: object
+    archivists: list
+    annotators: list
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def make(cls, cluster: Cluster) -> "World":
+        django_on(cluster)
+        from annotate import roles, services
+        from annotate.models import Collection, Persona
+        from ranking.services import index_build
+        from review.models import Publication
+        from tests.conftest import SAMPLE
+        from tests.reviewkit import store_scores
+
+        def user(name, role):
+            return services.user_create(username=name, password=uuid.uuid4().hex, role_names=[role])
+
+        c = Collection.objects.create(name="Hosts", slug="hosts")
+        services.import_run(collection=c, fmt="emails", path=SAMPLE)
+        docs = list(c.documents.order_by("id"))
+        marked = docs[0]
+        marked.body = f"{marked.body}\n{MARK}\n"
+        marked.save(update_fields=["body"])
+        index_build(collection_id=c.pk)  # Lucene in the driver, once
+        c.refresh_from_db()
+        persona = Persona.objects.create(name="Donor")
+        scores = [0.95 if d.pk == marked.pk or i % 3 == 0 else 0.05 for i, d in enumerate(docs)]
+        store_scores(c, persona, [d.docid for d in docs], scores, cluster.shared / "model.joblib")
+        Publication.objects.create(collection=c, persona=persona, published=True, band_low=0.2)
+        return cls(
+            collection=c,
+            persona=persona,
+            marked=marked,
+            lead=user("lead", roles.LEAD),
+            searcher=user("searcher", roles.SEARCHER),
+            archivists=[user(f"archivist{i}", roles.ARCHIVIST) for i in range(4)],
+            annotators=[user(f"annotator{i:02d}", roles.ANNOTATOR) for i in range(40)],
+        )
+
+
+def heal(cluster: Cluster) -> None:
+    """Between scenarios: links up, every application host running."""
+    for host in cluster.apps:
+        cluster.mend(host)
+        if not all(p.running() for p in host.procs.values()):
+            for p in host.procs.values():
+                p.stop(timeout=5)
+            host.procs.clear()
+            cluster.app_up(host)
+
+
+def host_running(cluster: Cluster, task: str) -> Host | None:
+    """The application host whose worker log shows ``task`` received last."""
+    for host in cluster.apps:
+        for name, proc in host.procs.items():
+            if name.startswith("worker") and task in proc.tail(20000):
+                return host
+    return None
+
+
+# --- (a) kill a host in a judging storm -------------------------------------------------------
+def _storm_project(world: World, name: str, n_tasks: int):
+    from annotate import projects
+    from annotate.models import Topic
+
+    docs = list(world.collection.documents.order_by("id"))
+    topics = [
+        Topic.objects.get_or_create(collection=world.collection, number=f"{name}-{n}", title=f"t{n}")[0]
+        for n in range(1, 1 + max(1, n_tasks // len(docs)))
+    ]
+    p = projects.project_create(
+        name=name,
+        collection=world.collection,
+        personas=[world.persona],
+        topics=topics,
+        annotators=world.annotators,
+        overlap=1,
+    )
+    for t in topics:
+        projects.project_tasks_add(
+            project=p, round_=p.rounds.get(), topic=t, persona=world.persona, documents=docs
+        )
+    return p
+
+
+def _judge_loop(session: Session, slug: str, until: float, acked: list, lock, counts) -> None:
+    body = {
+        "relevance": 1,
+        "persona_sensitive": "no",
+        "personal_sensitive": "no",
+        "comment": "",
+        "active_seconds": 3.0,
+        "started_at": "2026-11-21T10:00:00Z",
+    }
+    while time.monotonic() < until:
+        try:
+            r = session.post(f"/api/projects/{slug}/tasks/next/", timeout=30)
+        except requests.RequestException:
+            counts["transport"] += 1
+            continue
+        if r.status_code == 204:
+            return
+        if r.status_code != 200:
+            counts[r.status_code] = counts.get(r.status_code, 0) + 1
+            time.sleep(0.2)
+            continue
+        task = r.json()["task"]
+        key = uuid.uuid4().hex
+        for _attempt in range(20):  # the same key until the server answers: a retry is safe
+            try:
+                s = session.post(
+                    f"/api/tasks/{task}/judgment/",
+                    json=body,
+                    headers={"Idempotency-Key": key},
+                    timeout=30,
+                )
+            except requests.RequestException:
+                counts["transport"] += 1
+                time.sleep(0.2)
+                continue
+            counts[s.status_code] = counts.get(s.status_code, 0) + 1
+            if s.status_code in (200, 201):
+                with lock:
+                    acked.append((task, session.user_id, s.json()["id"]))
+                break
+            if s.status_code < 500:
+                break
+            time.sleep(0.2)
+
+
+def _decide_loop(session: Session, world: World, docs: list, acked: list, lock, counts) -> None:
+    for doc in docs:
+        for _attempt in range(20):
+            try:
+                r = session.post(
+                    f"/review/{world.persona.pk}/{doc.pk}/decide/",
+                    {"kind": "withhold", "note": f"storm {doc.pk}"},
+                    allow_redirects=False,
+                    timeout=30,
+                )
+            except requests.RequestException:
+                counts["transport"] += 1
+                time.sleep(0.2)
+                continue
+            counts[r.status_code] = counts.get(r.status_code, 0) + 1
+            if r.status_code == 302:
+                with lock:
+                    acked.append(doc.pk)
+                break
+            if r.status_code < 500:
+                break
+            time.sleep(0.2)
+
+
+def kill_storm(cluster: Cluster, world: World) -> Result:
+    from annotate.models import Judgment
+    from review.models import Decision
+
+    project = _storm_project(world, "storm", 1200)
+    lb = f"http://{cluster.lb.front}"
+    annotators = []
+    for u in world.annotators:
+        s = Session(lb, u)
+        s.user_id = u.pk
+        annotators.append(s)
+    archivists = [Session(lb, u) for u in world.archivists]
+    docs = list(world.collection.documents.order_by("-id"))[:40]
+    before = Decision.objects.count()
+    acked, decided, counts, lock = [], [], {"transport": 0}, threading.Lock()
+    until = time.monotonic() + 25
+    threads = [
+        threading.Thread(target=_judge_loop, args=(s, project.slug, until, acked, lock, counts))
+        for s in annotators
+    ] + [
+        threading.Thread(
+            target=_decide_loop, args=(s, world, docs[i::4], decided, lock, counts)
+        )
+        for i, s in enumerate(archivists)
+    ]
+    for t in threads:
+        t.start()
+    time.sleep(8)
+    cluster.app_kill(cluster.a)
+    killed_at = len(acked)
+    for t in threads:
+        t.join(120)
+    stored = list(
+        Judgment.objects.filter(task__project=project).values_list("task_id", "annotator_id", "id")
+    )
+    stored_set = {(t, a) for t, a, _ in stored}
+    missing = [a for a in acked if (a[0], a[1]) not in stored_set]
+    dup_rows = len(stored) - len(stored_set)
+    acked_ids = {a[2] for a in acked}
+    mismatched = [a for a in acked if a[2] not in {s[2] for s in stored}]
+    decisions = list(
+        Decision.objects.filter(note__startswith="storm ").values_list("document_id", flat=True)
+    )
+    dec_missing = [d for d in decided if d not in decisions]
+    dec_dups = len(decisions) - len(set(decisions))
+    passed = (
+        not missing
+        and not dup_rows
+        and not mismatched
+        and not dec_missing
+        and not dec_dups
+        and killed_at > 0
+        and len(acked) > killed_at
+        and len(decided) == len(docs)
+    )
+    del before, acked_ids
+    return Result(
+        "kill-storm",
+        passed,
+        f"{len(acked)} judgments acknowledged ({killed_at} before the kill), "
+        f"{len(stored)} stored, {len(missing)} acknowledged but missing, {dup_rows} duplicates; "
+        f"{len(decided)}/{len(docs)} decisions acknowledged, {len(dec_missing)} missing, "
+        f"{dec_dups} duplicates; answers {dict(sorted(counts.items(), key=str))}",
+    )
+
+
+# --- (a) kill the host running an import or an index build --------------------------------
+def _kill_job(cluster: Cluster, world: World, kind: str) -> Result:
+    from annotate import services
+    from annotate.models import Collection, Job
+    from bench.mailgen import generate
+    from ranking.services import job_index_create
+
+    name = f"kill-{kind}"
+    c = Collection.objects.create(name=name, slug=name)
+    folder = cluster.shared / "uploads" / name
+    n = 4000
+    generate(folder, n, per_file=500)
+    if kind == "build":
+        services.import_run(collection=c, fmt="emails", path=folder)
+        c.refresh_from_db()
+        job = job_index_create(collection=c)
+        task = "ranking.tasks.index_build_task"
+    else:
+        job = services.job_import_create(collection=c, fmt="emails", path=folder, label=name)
+        task = "annotate.tasks.import_run"
+    wait_until(
+        f"{name}: the job running with progress",
+        lambda: Job.objects.filter(pk=job.pk, status="running", progress_done__gt=0).exists(),
+        180,
+        0.2,
+    )
+    victim = wait_until(f"{name}: the host running it", lambda: host_running(cluster, task), 30)
+    progress = Job.objects.get(pk=job.pk)
+    killed_at = f"{progress.progress_done}/{progress.progress_total}"
+    cluster.app_kill(victim)
+    t0 = time.monotonic()
+    other = cluster.b if victim is cluster.a else cluster.a
+    try:
+        wait_until(
+            f"{name}: the job to finish on host {other.name}",
+            lambda: Job.objects.filter(pk=job.pk, status__in=["succeeded", "failed"]).exists(),
+            400,
+            1,
+        )
+    except TimeoutError as exc:
+        job.refresh_from_db()
+        return Result(name, False, f"killed host {victim.name} at {killed_at}; {exc}; job {job.status}: {job.message}")
+    finished = time.monotonic() - t0
+    job.refresh_from_db()
+    c.refresh_from_db()
+    docs = c.documents.count()
+    distinct = c.documents.values("docid").distinct().count()
+    running = Job.objects.filter(status="running").count()
+    ran_on_other = task in "".join(
+        p.tail(200000) for n_, p in other.procs.items() if n_.startswith("worker")
+    )
+    ok_docs = docs == distinct and docs >= n * 0.95
+    if kind == "build":
+        ok_docs = ok_docs and c.indexed_version == c.version
+    passed = job.status == "succeeded" and ok_docs and running == 0 and ran_on_other
+    return Result(
+        name,
+        passed,
+        f"host {victim.name} SIGKILLed at {killed_at}; job {job.status} on host {other.name} "
+        f"{finished:.0f} s later ({job.message[:90]}); {docs} documents, {distinct} distinct"
+        + (f", indexed version {c.indexed_version} of {c.version}" if kind == "build" else "")
+        + f"; {running} jobs left running",
+    )
+
+
+def kill_import(cluster: Cluster, world: World) -> Result:
+    return _kill_job(cluster, world, "import")
+
+
+def kill_build(cluster: Cluster, world: World) -> Result:
+    return _kill_job(cluster, world, "build")
+
+
+# --- (c) a release through host A, seen by a searcher on host B -------------------------------
+def _search_shows(session: Session, slug: str, query: str, doc_pk: int) -> tuple[int, bool]:
+    r = session.post(f"/search/{slug}/", {"q": query}, timeout=60)
+    return r.status_code, f"/documents/{doc_pk}/" in r.text
+
+
+def release(cluster: Cluster, world: World) -> Result:
+    slug = world.collection.slug
+    searcher = Session(f"http://{cluster.b.front}:8000", world.searcher)
+    archivist = Session(f"http://{cluster.a.front}:8000", world.archivists[0])
+    # warm host B's processes: every gunicorn worker holds its view before the release
+    for _ in range(2 * cluster.gunicorn_workers + 2):
+        status, shown = _search_shows(searcher, slug, MARK, world.marked.pk)
+        if status != 200 or shown:
+            return Result("release", False, f"before the release: {status}, shown {shown}")
+    r = archivist.post(
+        f"/review/{world.persona.pk}/{world.marked.pk}/decide/",
+        {"kind": "release", "note": "hosts release"},
+        allow_redirects=False,
+    )
+    decided = time.monotonic()
+    if r.status_code != 302:
+        return Result("release", False, f"the decision through host A answered {r.status_code}")
+    seen_after, polls = None, 0
+    while time.monotonic() - decided < 10:
+        polls += 1
+        status, shown = _search_shows(searcher, slug, MARK, world.marked.pk)
+        if shown:
+            seen_after = time.monotonic() - decided
+            break
+    # and every process of host B sees it now
+    every = all(_search_shows(searcher, slug, MARK, world.marked.pk)[1] for _ in range(6))
+    passed = seen_after is not None and seen_after <= 2.0 and every
+    return Result(
+        "release",
+        passed,
+        f"released through host A; a searcher on host B saw it after "
+        + (f"{seen_after * 1000:.0f} ms ({polls} searches)" if seen_after else "more than 10 s")
+        + f"; the next 6 searches on B {'all show it' if every else 'do NOT all show it'}",
+    )
+
+
+# --- (d) an index version built on host A, served by host B --------------------------------
+def _scores_version(collection, persona, version: int, path) -> None:
+    """Store every document of the collection as safe (0.05), as the persona's classifier
+    ``version`` (what training stores: a joblib file and its row)."""
+    import joblib
+    from django.utils import timezone
+
+    from ranking.models import SensitivityModel
+
+    docids = list(collection.documents.values_list("docid", flat=True))
+    joblib.dump({"docids": docids, "scores": [0.05] * len(docids)}, path)
+    SensitivityModel.objects.create(
+        collection=collection,
+        persona=persona,
+        version=version,
+        source="hosts",
+        report={},
+        path=str(path),
+        trained_at=timezone.now(),
+        seconds=0.1,
+    )
+
+
+def index(cluster: Cluster, world: World) -> Result:
+    from annotate import services
+    from annotate.models import Collection, Job
+    from bench.mailgen import generate
+    from ranking.services import index_build, job_index_create
+    from review.models import Publication
+
+    c = Collection.objects.create(name="Versions", slug="versions")
+    folder = cluster.shared / "uploads" / "versions"
+    generate(folder, 3000, per_file=500, seed=7)
+    services.import_run(collection=c, fmt="emails", path=folder)
+    index_build(collection_id=c.pk)
+    c.refresh_from_db()
+    old_version = c.indexed_version
+    docs = list(c.documents.order_by("id"))
+    _scores_version(c, world.persona, 1, cluster.shared / "v1.joblib")
+    Publication.objects.create(collection=c, persona=world.persona, published=True, band_low=0.2)
+    # the new version: messages that only it holds
+    newer = cluster.shared / "uploads" / "versions-new"
+    newer.mkdir()
+    (newer / "new.eml").write_text(
+        f"From: a@example.org\nTo: b@example.org\nSubject: {NEW_MARK} minutes\n"
+        f"Message-ID: <new-1@example.org>\n\nThe {NEW_MARK} minutes of the meeting.\n"
+    )
+    services.import_run(collection=c, fmt="emails", path=newer)
+    c.refresh_from_db()
+    new_doc = c.documents.get(subject__startswith=NEW_MARK)
+    _scores_version(c, world.persona, 2, cluster.shared / "v2.joblib")
+    # only host A's worker takes the build: B's workers are stopped meanwhile
+    b_workers = [p for n, p in cluster.b.procs.items() if n.startswith("worker")]
+    for p in b_workers:
+        p.stop()
+    searcher = Session(f"http://{cluster.b.front}:8000", world.searcher)
+    old_doc = docs[0]
+    query = old_doc.subject.split()[0] if old_doc.subject else "the"
+    answers, errors, stop = [], [], threading.Event()
+
+    def search_on_b():
+        while not stop.is_set():
+            t = time.monotonic()
+            try:
+                r = searcher.post(f"/search/{c.slug}/", {"q": query}, timeout=60)
+                answers.append((r.status_code, time.monotonic() - t, "/documents/" in r.text))
+            except requests.RequestException as exc:
+                errors.append(exc)
+
+    thread = threading.Thread(target=search_on_b)
+    thread.start()
+    job = job_index_create(collection=c)
+    try:
+        wait_until(
+            "the build on host A",
+            lambda: Job.objects.filter(pk=job.pk, status__in=["succeeded", "failed"]).exists(),
+            300,
+            0.5,
+        )
+        switched = time.monotonic()
+        seen = None
+        while time.monotonic() - switched < 10:
+            r = searcher.post(f"/search/{c.slug}/", {"q": NEW_MARK}, timeout=60)
+            if f"/documents/{new_doc.pk}/" in r.text:
+                seen = time.monotonic() - switched
+                break
+    finally:
+        stop.set()
+        thread.join(120)
+        for p in b_workers:
+            p.start()
+    job.refresh_from_db()
+    c.refresh_from_db()
+    built_on_a = "index_build_task" in "".join(
+        p.tail(200000) for n, p in cluster.a.procs.items() if n.startswith("worker")
+    )
+    bad = [a for a in answers if a[0] != 200 or not a[2]]
+    passed = (
+        job.status == "succeeded"
+        and built_on_a
+        and c.indexed_version == c.version
+        and c.indexed_version != old_version
+        and seen is not None
+        and not bad
+        and not errors
+        and len(answers) >= 3
+    )
+    lat = [a[1] for a in answers]
+    return Result(
+        "index",
+        passed,
+        f"version {old_version} -> {c.indexed_version} built on host A ({job.message[:70]}); "
+        f"{len(answers)} searches on host B during the build, {len(bad)} failed or empty, "
+        f"{len(errors)} transport errors, p95 {pct(lat, 0.95) * 1000:.0f} ms; the new version's "
+        f"message found on B "
+        + (f"{seen * 1000:.0f} ms after the switch" if seen is not None else "NOT within 10 s"),
+    )
+
+
+# --- (b) host A cut from the database for 30 s ----------------------------------------------
+def cut(cluster: Cluster, world: World) -> Result:
+    from annotate.models import Judgment
+
+    project = _storm_project(world, "cut", 400)
+    lb = f"http://{cluster.lb.front}"
+    annotators = []
+    for u in world.annotators[:8]:
+        s = Session(lb, u)
+        s.user_id = u.pk
+        annotators.append(s)
+    direct = Session(f"http://{cluster.a.front}:8000", world.lead)
+    acked, counts, lock = [], {"transport": 0}, threading.Lock()
+    probes: list[tuple[float, int | str, float]] = []  # (since the cut, status, seconds)
+    stop = threading.Event()
+
+    def probe():
+        while not stop.is_set():
+            t = time.monotonic()
+            try:
+                status = direct.get(f"/api/projects/{project.slug}/progress/", timeout=90).status_code
+            except requests.RequestException as exc:
+                status = type(exc).__name__
+            probes.append((t - cut_at, status, time.monotonic() - t))
+            time.sleep(0.5)
+
+    cut_at = time.monotonic() + 5
+    until = cut_at + 30 + 25
+    threads = [
+        threading.Thread(target=_judge_loop, args=(s, project.slug, until, acked, lock, counts))
+        for s in annotators
+    ] + [threading.Thread(target=probe)]
+    for t in threads:
+        t.start()
+    time.sleep(max(0.0, cut_at - time.monotonic()))
+    cluster.cut(cluster.a)
+    time.sleep(30)
+    cluster.mend(cluster.a)
+    mended = time.monotonic() - cut_at
+    for t in threads[:-1]:
+        t.join(180)
+    stop.set()
+    threads[-1].join(120)
+    during = [p for p in probes if 0 <= p[0] < 30]
+    errors_during = [p for p in during if p[1] != 200]
+    recovered = next((p[0] - mended for p in probes if p[0] >= mended and p[1] == 200), None)
+    stored = list(
+        Judgment.objects.filter(task__project=project).values_list("task_id", "annotator_id")
+    )
+    missing = [a for a in acked if (a[0], a[1]) not in set(stored)]
+    dups = len(stored) - len(set(stored))
+    error_seconds = [p[2] for p in errors_during]
+    after_ok = all(p[1] == 200 for p in probes if recovered is not None and p[0] >= mended + recovered)
+    quick = bool(error_seconds) and pct(error_seconds, 0.95) <= 10
+    passed = quick and recovered is not None and after_ok and not missing and not dups
+    return Result(
+        "cut",
+        passed,
+        f"host A's back link down 30 s: {len(during)} requests to A meanwhile, "
+        f"{len(errors_during)} errors ({sorted({str(p[1]) for p in errors_during})}) answered in "
+        f"p50 {statistics.median(error_seconds) if error_seconds else float('nan'):.1f} s / "
+        f"max {max(error_seconds) if error_seconds else float('nan'):.1f} s; A answered 200 again "
+        + (f"{recovered:.1f} s after the link came back" if recovered is not None else "NEVER")
+        + f"; {len(acked)} judgments acknowledged through the balancer, {len(missing)} missing, "
+        f"{dups} duplicates; answers {dict(sorted(counts.items(), key=str))}",
+    )
+
+
+SCENARIOS = {
+    "kill-storm": kill_storm,
+    "kill-import": kill_import,
+    "kill-build": kill_build,
+    "release": release,
+    "index": index,
+    "cut": cut,
+}
