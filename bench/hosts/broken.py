@@ -50,7 +50,6 @@ def _no_acks_late() -> None:
     from django.conf import settings
 
     from annotate import jobs
-
     from config.celery import app
 
     settings.CELERY_TASK_ACKS_LATE = False

@@ -12,6 +12,7 @@ killed with SIGKILL takes its processes with it (``setpriv --pdeathsig KILL``) a
 namespaces and folders that the next run sweeps (``sweep_leftovers``).
 """
 
+import contextlib
 import os
 import re
 import shutil
@@ -38,6 +39,8 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -104,10 +107,8 @@ class Proc:
 
     def signal_group(self, sig: int) -> None:
         if self.popen is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.popen.pid, sig)
-            except ProcessLookupError:
-                pass
 
     def kill(self) -> None:
         """SIGKILL the process and its children at once, as a host that loses power."""
@@ -243,6 +244,8 @@ class Cluster:
             "SASC_INDEX_DIR": str(self.shared / "indexes"),
             "SASC_UPLOAD_DIR": str(self.shared / "uploads"),
             "SASC_JVM_HEAP": "512m",
+            # a dead host's job is queued again after 45 s without a heartbeat, not 120 s
+            "SASC_JOB_STALE_SECONDS": "45",
             "GUNICORN_WORKERS": str(self.gunicorn_workers),
             "GUNICORN_THREADS": "4",
             "SASC_HOSTS_BROKEN": self.broken,
@@ -416,7 +419,9 @@ class Cluster:
     def balancer_up(self) -> None:
         conf = self.tmp / "nginx"
         (conf / "tmp").mkdir(parents=True)
-        servers = "\n".join(f"    server {h.front}:8000 max_fails=1 fail_timeout=5s;" for h in self.apps)
+        servers = "\n".join(
+            f"    server {h.front}:8000 max_fails=1 fail_timeout=5s;" for h in self.apps
+        )
         (conf / "nginx.conf").write_text(
             f"""
 user root;

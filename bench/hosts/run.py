@@ -50,7 +50,8 @@ def main() -> int:
     chosen = [s for s in args.scenarios.split(",") if s]
     unknown = [s for s in chosen if s not in scenarios.ORDER]
     if unknown:
-        parser.error(f"unknown scenario {', '.join(unknown)}: expected {', '.join(scenarios.ORDER)}")
+        known = ", ".join(scenarios.ORDER)
+        parser.error(f"unknown scenario {', '.join(unknown)}: expected one of {known}")
     if args.broken and args.broken not in BROKEN:
         parser.error(f"--broken {args.broken!r}: expected one of {', '.join(sorted(BROKEN))}")
     if os.geteuid() != 0:

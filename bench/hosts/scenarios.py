@@ -69,12 +69,12 @@ def django_on(cluster: Cluster) -> None:
 
 
 def close_django() -> None:
-    try:
+    from django.apps import apps
+
+    if apps.ready:  # Django started
         from django.db import connections
 
         connections.close_all()
-    except Exception:  # Django never started
-        pass
 
 
 class Session(requests.Session):
@@ -89,7 +89,8 @@ class Session(requests.Session):
         self.base = base
         client = Client()
         client.force_login(user)
-        self.cookies.set(settings.SESSION_COOKIE_NAME, client.cookies[settings.SESSION_COOKIE_NAME].value)
+        name = settings.SESSION_COOKIE_NAME
+        self.cookies.set(name, client.cookies[name].value)
         r = self.get("/", timeout=30)
         assert r.status_code == 200 and "csrftoken" in self.cookies, (user, r.status_code)
 
@@ -181,7 +182,7 @@ def _storm_project(world: World, name: str, n_tasks: int):
 
     docs = list(world.collection.documents.order_by("id"))
     topics = [
-        Topic.objects.get_or_create(collection=world.collection, number=f"{name}-{n}", title=f"t{n}")[0]
+        Topic.objects.create(collection=world.collection, number=f"{name}-{n}", title=f"t{n}")
         for n in range(1, 1 + max(1, n_tasks // len(docs)))
     ]
     p = projects.project_create(
@@ -288,9 +289,7 @@ def kill_storm(cluster: Cluster, world: World) -> Result:
         threading.Thread(target=_judge_loop, args=(s, project.slug, until, acked, lock, counts))
         for s in annotators
     ] + [
-        threading.Thread(
-            target=_decide_loop, args=(s, world, docs[i::4], decided, lock, counts)
-        )
+        threading.Thread(target=_decide_loop, args=(s, world, docs[i::4], decided, lock, counts))
         for i, s in enumerate(archivists)
     ]
     for t in threads:
@@ -375,7 +374,11 @@ def _kill_job(cluster: Cluster, world: World, kind: str) -> Result:
         )
     except TimeoutError as exc:
         job.refresh_from_db()
-        return Result(name, False, f"killed host {victim.name} at {killed_at}; {exc}; job {job.status}: {job.message}")
+        return Result(
+            name,
+            False,
+            f"host {victim.name} SIGKILLed at {killed_at}; {exc}; job {job.status}: {job.message}",
+        )
     finished = time.monotonic() - t0
     job.refresh_from_db()
     c.refresh_from_db()
@@ -443,7 +446,7 @@ def release(cluster: Cluster, world: World) -> Result:
     return Result(
         "release",
         passed,
-        f"released through host A; a searcher on host B saw it after "
+        "released through host A; a searcher on host B saw it after "
         + (f"{seen_after * 1000:.0f} ms ({polls} searches)" if seen_after else "more than 10 s")
         + f"; the next 6 searches on B {'all show it' if every else 'do NOT all show it'}",
     )
@@ -588,7 +591,8 @@ def cut(cluster: Cluster, world: World) -> Result:
         while not stop.is_set():
             t = time.monotonic()
             try:
-                status = direct.get(f"/api/projects/{project.slug}/progress/", timeout=90).status_code
+                url = f"/api/projects/{project.slug}/progress/"
+                status = direct.get(url, timeout=90).status_code
             except requests.RequestException as exc:
                 status = type(exc).__name__
             probes.append((t - cut_at, status, time.monotonic() - t))
@@ -620,7 +624,9 @@ def cut(cluster: Cluster, world: World) -> Result:
     missing = [a for a in acked if (a[0], a[1]) not in set(stored)]
     dups = len(stored) - len(set(stored))
     error_seconds = [p[2] for p in errors_during]
-    after_ok = all(p[1] == 200 for p in probes if recovered is not None and p[0] >= mended + recovered)
+    after_ok = recovered is not None and all(
+        p[1] == 200 for p in probes if p[0] >= mended + recovered
+    )
     quick = bool(error_seconds) and pct(error_seconds, 0.95) <= 10
     passed = quick and recovered is not None and after_ok and not missing and not dups
     return Result(
