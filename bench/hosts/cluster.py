@@ -31,6 +31,7 @@ BIN = Path(sys.executable).parent
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 PREFIX = "sasch"  # namespaces, links and folders of this harness start with it
 FRONT, BACK = "10.231.1", "10.231.2"
+PG_TIMEOUTS = "connect_timeout=3&tcp_user_timeout=5000"
 SECRET_KEY = "hosts-harness-" + "k" * 40  # the same on every host: sessions are signed
 
 
@@ -231,12 +232,13 @@ class Cluster:
             **env,
             "DJANGO_SETTINGS_MODULE": "config.settings",
             "SECRET_KEY": SECRET_KEY,
-            # connect_timeout: a host cut from the database answers an error in seconds
-            # instead of waiting for TCP to give up (about two minutes).
-            "DATABASE_URL": f"postgres://postgres@{db}:5432/sasc?connect_timeout=3",
+            # A host cut from the database must answer an error in seconds, not wait for TCP
+            # to give up (minutes): connect_timeout for new connections, tcp_user_timeout
+            # (ms) for a query sent on an open one that nobody acknowledges
+            "DATABASE_URL": f"postgres://postgres@{db}:5432/sasc?{PG_TIMEOUTS}",
             "REDIS_URL": f"redis://{db}:6379/0",
             "CELERY_BROKER_URL": f"redis://{db}:6379/0",
-            "CACHE_URL": f"redis://{db}:6379/1",
+            "CACHE_URL": f"redis://{db}:6379/1?socket_timeout=3&socket_connect_timeout=3",
             "ALLOWED_HOSTS": ",".join(h.front for h in (self.lb, self.a, self.b)),
             "CSRF_TRUSTED_ORIGINS": ",".join(f"http://{h.front}" for h in (self.lb,)),
             "SASC_TRUSTED_PROXIES": self.lb.front,

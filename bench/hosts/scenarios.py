@@ -9,8 +9,10 @@ returns a ``Result`` with its figures.
     release       a release decided through host A, searched for on host B
     index         an index version built on host A, served by host B after the switch
     cut           host A cut from the database (its back veth down) for 30 s under load
+    figures       judging, search and import rates on one application host and on two
 """
 
+import contextlib
 import math
 import os
 import statistics
@@ -23,7 +25,7 @@ import requests
 
 from bench.hosts.cluster import Cluster, Host
 
-ORDER = ["kill-storm", "kill-import", "kill-build", "release", "index", "cut"]
+ORDER = ["kill-storm", "kill-import", "kill-build", "release", "index", "cut", "figures"]
 MARK = "zebrafinch"  # a word only the document released in "release" holds
 NEW_MARK = "quokkaberry"  # a word only the documents of a new index version hold
 
@@ -282,7 +284,6 @@ def kill_storm(cluster: Cluster, world: World) -> Result:
         annotators.append(s)
     archivists = [Session(lb, u) for u in world.archivists]
     docs = list(world.collection.documents.order_by("-id"))[:40]
-    before = Decision.objects.count()
     acked, decided, counts, lock = [], [], {"transport": 0}, threading.Lock()
     until = time.monotonic() + 25
     threads = [
@@ -305,7 +306,6 @@ def kill_storm(cluster: Cluster, world: World) -> Result:
     stored_set = {(t, a) for t, a, _ in stored}
     missing = [a for a in acked if (a[0], a[1]) not in stored_set]
     dup_rows = len(stored) - len(stored_set)
-    acked_ids = {a[2] for a in acked}
     mismatched = [a for a in acked if a[2] not in {s[2] for s in stored}]
     decisions = list(
         Decision.objects.filter(note__startswith="storm ").values_list("document_id", flat=True)
@@ -322,7 +322,6 @@ def kill_storm(cluster: Cluster, world: World) -> Result:
         and len(acked) > killed_at
         and len(decided) == len(docs)
     )
-    del before, acked_ids
     return Result(
         "kill-storm",
         passed,
@@ -384,6 +383,10 @@ def _kill_job(cluster: Cluster, world: World, kind: str) -> Result:
     c.refresh_from_db()
     docs = c.documents.count()
     distinct = c.documents.values("docid").distinct().count()
+    # what the import queued in turn (the entities, an index build) may still run: it must
+    # end too, and no job may stay "Running"
+    with contextlib.suppress(TimeoutError):
+        wait_until("no job running", lambda: not Job.objects.filter(status="running").exists(), 300)
     running = Job.objects.filter(status="running").count()
     ran_on_other = task in "".join(
         p.tail(200000) for n_, p in other.procs.items() if n_.startswith("worker")
@@ -596,7 +599,7 @@ def cut(cluster: Cluster, world: World) -> Result:
             except requests.RequestException as exc:
                 status = type(exc).__name__
             probes.append((t - cut_at, status, time.monotonic() - t))
-            time.sleep(0.5)
+            time.sleep(0.25)
 
     cut_at = time.monotonic() + 5
     until = cut_at + 30 + 25
@@ -613,6 +616,12 @@ def cut(cluster: Cluster, world: World) -> Result:
     mended = time.monotonic() - cut_at
     for t in threads[:-1]:
         t.join(180)
+    with contextlib.suppress(TimeoutError):
+        wait_until(
+            "host A answering again",
+            lambda: any(p[0] >= mended and p[1] == 200 for p in probes[-3:]),
+            120,
+        )
     stop.set()
     threads[-1].join(120)
     during = [p for p in probes if 0 <= p[0] < 30]
@@ -642,6 +651,113 @@ def cut(cluster: Cluster, world: World) -> Result:
     )
 
 
+# --- scale figures: one application host against two, in the same run ---------------------
+def _judging_rate(bases: str, world: World, slug: str, seconds: float) -> tuple[float, int]:
+    sessions = []
+    for u in world.annotators:
+        s = Session(bases, u)
+        s.user_id = u.pk
+        sessions.append(s)
+    acked, counts, lock = [], {"transport": 0}, threading.Lock()
+    started = time.monotonic()
+    threads = [
+        threading.Thread(target=_judge_loop, args=(s, slug, started + seconds, acked, lock, counts))
+        for s in sessions
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    errors = sum(n for k, n in counts.items() if k == "transport" or int(k) >= 500)
+    return len(acked) / (time.monotonic() - started), errors
+
+
+def _search_rate(base: str, world: World, users: int, seconds: float):
+    words = ["meeting", "report", "linux", "spam", "list", "mail", "server", "time", "help"]
+    sessions = [Session(base, world.searcher) for _ in range(users)]
+    latencies, bad, lock = [], [0], threading.Lock()
+    started = time.monotonic()
+
+    def loop(n, s):
+        i = n
+        while time.monotonic() - started < seconds:
+            t = time.monotonic()
+            try:
+                r = s.post(f"/search/{world.collection.slug}/", {"q": words[i % len(words)]})
+                ok = r.status_code == 200
+            except requests.RequestException:
+                ok = False
+            with lock:
+                latencies.append(time.monotonic() - t)
+                bad[0] += not ok
+            i += 1
+
+    threads = [threading.Thread(target=loop, args=(n, s)) for n, s in enumerate(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    return len(latencies) / (time.monotonic() - started), pct(latencies, 0.95), bad[0]
+
+
+def _import_rate(cluster: Cluster, tag: str, imports: int, messages: int) -> float:
+    from annotate import services
+    from annotate.models import Collection, Job
+    from bench.mailgen import generate
+
+    jobs = []
+    for n in range(imports):
+        folder = cluster.shared / "uploads" / f"rate-{tag}-{n}"
+        generate(folder, messages, per_file=500, seed=100 + n)
+        c = Collection.objects.create(name=f"rate {tag} {n}", slug=f"rate-{tag}-{n}")
+        jobs.append((c, folder))
+    started = time.monotonic()
+    ids = [
+        services.job_import_create(collection=c, fmt="emails", path=f, label=f.name).pk
+        for c, f in jobs
+    ]
+    wait_until(
+        f"imports {tag}",
+        lambda: Job.objects.filter(pk__in=ids, status="succeeded").count() == len(ids),
+        600,
+        0.5,
+    )
+    return imports * messages / (time.monotonic() - started)
+
+
+def figures(cluster: Cluster, world: World) -> Result:
+    """Judging tasks/s and searches/s on one application host (clients straight to host A's
+    gunicorn) and on two (through the balancer); p95 of a search with 100 searchers at
+    once; import msg/s with one worker host (B's workers stopped) and two."""
+    seconds = 15
+    project = _storm_project(world, "rate", 3000)
+    one_host = f"http://{cluster.a.front}:8000"
+    lb = f"http://{cluster.lb.front}"
+    j1, j1_err = _judging_rate(one_host, world, project.slug, seconds)
+    j2, j2_err = _judging_rate(lb, world, project.slug, seconds)
+    s1, p1, s1_bad = _search_rate(one_host, world, 100, seconds)
+    s2, p2, s2_bad = _search_rate(lb, world, 100, seconds)
+    b_workers = [p for n, p in cluster.b.procs.items() if n.startswith("worker")]
+    for p in b_workers:
+        p.stop()
+    try:
+        i1 = _import_rate(cluster, "one", 2, 1500)
+    finally:
+        for p in b_workers:
+            p.start()
+    time.sleep(10)  # B's workers connected to the broker
+    i2 = _import_rate(cluster, "two", 2, 1500)
+    passed = not (j1_err or j2_err or s1_bad or s2_bad)
+    return Result(
+        "figures",
+        passed,
+        f"judging {j1:.1f} -> {j2:.1f} tasks/s (x{j2 / j1:.2f}, errors {j1_err}/{j2_err}); "
+        f"100 searchers {s1:.1f} -> {s2:.1f} searches/s (x{s2 / s1:.2f}), p95 "
+        f"{p1 * 1000:.0f} -> {p2 * 1000:.0f} ms, failed {s1_bad}/{s2_bad}; two imports of "
+        f"1,500 messages {i1:.0f} -> {i2:.0f} msg/s (x{i2 / i1:.2f}); one host -> two",
+    )
+
+
 SCENARIOS = {
     "kill-storm": kill_storm,
     "kill-import": kill_import,
@@ -649,4 +765,5 @@ SCENARIOS = {
     "release": release,
     "index": index,
     "cut": cut,
+    "figures": figures,
 }
