@@ -15,6 +15,7 @@ returns a ``Result`` with its figures.
 import contextlib
 import math
 import os
+import re
 import statistics
 import threading
 import time
@@ -168,12 +169,21 @@ def heal(cluster: Cluster) -> None:
             cluster.app_up(host)
 
 
-def host_running(cluster: Cluster, task: str) -> Host | None:
-    """The application host whose worker log shows ``task`` received last."""
+def received(host: Host, task: str) -> int:
+    """How many times the host's workers logged receiving ``task`` (Celery's "Task
+    <name>[<id>] received"; the start-up banner lists the names too, without "received")."""
+    return sum(
+        len(re.findall(rf"Task {re.escape(task)}\[[^\]]+\] received", proc.tail(10**7)))
+        for name, proc in host.procs.items()
+        if name.startswith("worker")
+    )
+
+
+def host_running(cluster: Cluster, task: str, before: dict) -> Host | None:
+    """The application host whose workers received ``task`` since ``before`` was counted."""
     for host in cluster.apps:
-        for name, proc in host.procs.items():
-            if name.startswith("worker") and task in proc.tail(20000):
-                return host
+        if received(host, task) > before[host.name]:
+            return host
     return None
 
 
@@ -202,7 +212,9 @@ def _storm_project(world: World, name: str, n_tasks: int):
     return p
 
 
-def _judge_loop(session: Session, slug: str, until: float, acked: list, lock, counts) -> None:
+def _judge_loop(
+    session: Session, slug: str, until: float, acked: list, lock, counts, think: float = 0.0
+) -> None:
     body = {
         "relevance": 1,
         "persona_sensitive": "no",
@@ -212,6 +224,7 @@ def _judge_loop(session: Session, slug: str, until: float, acked: list, lock, co
         "started_at": "2026-11-21T10:00:00Z",
     }
     while time.monotonic() < until:
+        time.sleep(think)
         try:
             r = session.post(f"/api/projects/{slug}/tasks/next/", timeout=30)
         except requests.RequestException:
@@ -333,6 +346,9 @@ def kill_storm(cluster: Cluster, world: World) -> Result:
 
 
 # --- (a) kill the host running an import or an index build --------------------------------
+_TASKS = {"build": "ranking.tasks.index_build_task", "import": "annotate.tasks.import_run"}
+
+
 def _kill_job(cluster: Cluster, world: World, kind: str) -> Result:
     from annotate import services
     from annotate.models import Collection, Job
@@ -344,6 +360,7 @@ def _kill_job(cluster: Cluster, world: World, kind: str) -> Result:
     folder = cluster.shared / "uploads" / name
     n = 4000
     generate(folder, n, per_file=500)
+    before = {h.name: received(h, task) for h in cluster.apps for task in [_TASKS[kind]]}
     if kind == "build":
         services.import_run(collection=c, fmt="emails", path=folder)
         c.refresh_from_db()
@@ -358,12 +375,15 @@ def _kill_job(cluster: Cluster, world: World, kind: str) -> Result:
         180,
         0.2,
     )
-    victim = wait_until(f"{name}: the host running it", lambda: host_running(cluster, task), 30)
+    victim = wait_until(
+        f"{name}: the host running it", lambda: host_running(cluster, task, before), 30
+    )
     progress = Job.objects.get(pk=job.pk)
     killed_at = f"{progress.progress_done}/{progress.progress_total}"
     cluster.app_kill(victim)
     t0 = time.monotonic()
     other = cluster.b if victim is cluster.a else cluster.a
+    other_before = received(other, task)
     try:
         wait_until(
             f"{name}: the job to finish on host {other.name}",
@@ -388,9 +408,7 @@ def _kill_job(cluster: Cluster, world: World, kind: str) -> Result:
     with contextlib.suppress(TimeoutError):
         wait_until("no job running", lambda: not Job.objects.filter(status="running").exists(), 300)
     running = Job.objects.filter(status="running").count()
-    ran_on_other = task in "".join(
-        p.tail(200000) for n_, p in other.procs.items() if n_.startswith("worker")
-    )
+    ran_on_other = received(other, task) > other_before
     ok_docs = docs == distinct and docs >= n * 0.95
     if kind == "build":
         ok_docs = ok_docs and c.indexed_version == c.version
@@ -526,6 +544,7 @@ def index(cluster: Cluster, world: World) -> Result:
 
     thread = threading.Thread(target=search_on_b)
     thread.start()
+    built_before = received(cluster.a, "ranking.tasks.index_build_task")
     job = job_index_create(collection=c)
     try:
         wait_until(
@@ -548,9 +567,7 @@ def index(cluster: Cluster, world: World) -> Result:
             p.start()
     job.refresh_from_db()
     c.refresh_from_db()
-    built_on_a = "index_build_task" in "".join(
-        p.tail(200000) for n, p in cluster.a.procs.items() if n.startswith("worker")
-    )
+    built_on_a = received(cluster.a, "ranking.tasks.index_build_task") > built_before
     bad = [a for a in answers if a[0] != 200 or not a[2]]
     passed = (
         job.status == "succeeded"
@@ -578,7 +595,7 @@ def index(cluster: Cluster, world: World) -> Result:
 def cut(cluster: Cluster, world: World) -> Result:
     from annotate.models import Judgment
 
-    project = _storm_project(world, "cut", 400)
+    project = _storm_project(world, "cut", 1600)
     lb = f"http://{cluster.lb.front}"
     annotators = []
     for u in world.annotators[:8]:
@@ -604,7 +621,9 @@ def cut(cluster: Cluster, world: World) -> Result:
     cut_at = time.monotonic() + 5
     until = cut_at + 30 + 25
     threads = [
-        threading.Thread(target=_judge_loop, args=(s, project.slug, until, acked, lock, counts))
+        threading.Thread(
+            target=_judge_loop, args=(s, project.slug, until, acked, lock, counts, 0.5)
+        )
         for s in annotators
     ] + [threading.Thread(target=probe)]
     for t in threads:
