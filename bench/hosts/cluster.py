@@ -55,6 +55,13 @@ def _owner(name: str) -> int:
     return int(digits.group()) if digits else 0
 
 
+def live_runs() -> set[int]:
+    """The process ids of drivers running now (their namespaces exist and they are alive):
+    the address ranges are fixed, so only one run at a time."""
+    names = [line.split()[0] for line in sh("ip", "netns", "list").stdout.splitlines() if line]
+    return {_owner(n) for n in names if n.startswith(PREFIX) and _alive(_owner(n))} - {os.getpid()}
+
+
 def sweep_leftovers() -> list[str]:
     """Remove the namespaces, links and temporary folders of earlier runs whose driver is
     gone (killed with SIGKILL, where no cleanup can run); return what was removed."""

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.hosts import scenarios  # noqa: E402
 from bench.hosts.broken import BROKEN  # noqa: E402
-from bench.hosts.cluster import Cluster, sweep_leftovers  # noqa: E402
+from bench.hosts.cluster import Cluster, live_runs, sweep_leftovers  # noqa: E402
 
 
 class Stop(Exception):
@@ -56,6 +56,9 @@ def main() -> int:
         parser.error(f"--broken {args.broken!r}: expected one of {', '.join(sorted(BROKEN))}")
     if os.geteuid() != 0:
         print("bench/hosts/run.py needs root (ip netns, veth links, a PostgreSQL cluster)")
+        return 2
+    if live_runs():
+        print(f"another run of the harness is going on (driver {sorted(live_runs())}): wait")
         return 2
     for what in sweep_leftovers():
         print(f"removed a leftover of an earlier run: {what}")
