@@ -6,6 +6,9 @@
                     decision: a process never notices a release decided in another one (c)
     publish-first   an index build records the new version before writing it, as a build
                     in place would: other hosts read a half-built index (d)
+    write-behind    the judging API answers as soon as the judgment is written, and commits it
+                    a second later in a thread: a host killed meanwhile loses what it
+                    acknowledged (a, the judging storm)
     no-acks-late    workers acknowledge a task when they receive it, and a job whose worker
                     died is failed, not run again: a host killed mid-import loses it (a)
 """
@@ -14,7 +17,7 @@ import os
 import runpy
 import sys
 
-BROKEN = {"stale-view", "publish-first", "no-acks-late"}
+BROKEN = {"stale-view", "publish-first", "no-acks-late", "write-behind"}
 
 
 def _stale_view() -> None:
@@ -46,6 +49,39 @@ def _publish_first() -> None:
     services.index_build = published_then_built
 
 
+def _write_behind() -> None:
+    import queue
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    from annotate import judgments
+
+    submit = judgments.judgment_submit
+
+    def answered_then_committed(**kwargs):
+        answer = queue.Queue()
+
+        def write():
+            try:
+                with transaction.atomic():
+                    answer.put(submit(**kwargs))
+                    time.sleep(1.0)  # committed a second after the client was told
+            except Exception as exc:
+                answer.put(exc)
+            finally:
+                connection.close()
+
+        threading.Thread(target=write, daemon=True).start()
+        result = answer.get()
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    judgments.judgment_submit = answered_then_committed
+
+
 def _no_acks_late() -> None:
     from django.conf import settings
 
@@ -70,9 +106,13 @@ def main() -> None:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
-    {"stale-view": _stale_view, "publish-first": _publish_first, "no-acks-late": _no_acks_late}[
-        broken
-    ]()
+    patches = {
+        "stale-view": _stale_view,
+        "publish-first": _publish_first,
+        "no-acks-late": _no_acks_late,
+        "write-behind": _write_behind,
+    }
+    patches[broken]()
     print(f"BROKEN BUILD: {broken}", file=sys.stderr, flush=True)
     module, sys.argv = sys.argv[1], sys.argv[1:]
     runpy.run_module(module, run_name="__main__", alter_sys=True)
