@@ -29,7 +29,7 @@ from bench.hosts.broken import BROKEN  # noqa: E402
 from bench.hosts.cluster import Cluster, live_runs, sweep_leftovers  # noqa: E402
 
 
-class Stop(Exception):
+class Stop(BaseException):
     """SIGINT or SIGTERM arrived: unwind to the cleanup."""
 
 

@@ -127,7 +127,6 @@ class World:
         django_on(cluster)
         from annotate import roles, services
         from annotate.models import Collection, Persona
-        from ranking.services import index_build
         from review.models import Publication
         from tests.conftest import SAMPLE
         from tests.reviewkit import store_scores
@@ -141,7 +140,7 @@ class World:
         marked = docs[0]
         marked.body = f"{marked.body}\n{MARK}\n"
         marked.save(update_fields=["body"])
-        index_build(collection_id=c.pk)  # Lucene in the driver, once
+        built_by_a_worker(c)
         c.refresh_from_db()
         persona = Persona.objects.create(name="Donor")
         scores = [0.95 if d.pk == marked.pk or i % 3 == 0 else 0.05 for i, d in enumerate(docs)]
@@ -156,6 +155,24 @@ class World:
             archivists=[user(f"archivist{i}", roles.ARCHIVIST) for i in range(4)],
             annotators=[user(f"annotator{i:02d}", roles.ANNOTATOR) for i in range(40)],
         )
+
+
+def built_by_a_worker(collection) -> None:
+    """Build the collection's index as a job on the hosts' workers and wait for it. Never in
+    the driver: a JVM started in this process takes over SIGINT and SIGTERM, and Ctrl-C
+    would no longer reach the cleanup."""
+    from annotate.models import Job
+    from ranking.services import job_index_create
+
+    job = job_index_create(collection=collection)
+    wait_until(
+        f"the index of {collection.slug}",
+        lambda: Job.objects.filter(pk=job.pk, status__in=["succeeded", "failed"]).exists(),
+        300,
+    )
+    job.refresh_from_db()
+    if job.status != "succeeded":
+        raise RuntimeError(f"index build of {collection.slug}: {job.message}")
 
 
 def heal(cluster: Cluster) -> None:
@@ -500,14 +517,14 @@ def index(cluster: Cluster, world: World) -> Result:
     from annotate import services
     from annotate.models import Collection, Job
     from bench.mailgen import generate
-    from ranking.services import index_build, job_index_create
+    from ranking.services import job_index_create
     from review.models import Publication
 
     c = Collection.objects.create(name="Versions", slug="versions")
     folder = cluster.shared / "uploads" / "versions"
     generate(folder, 3000, per_file=500, seed=7)
     services.import_run(collection=c, fmt="emails", path=folder)
-    index_build(collection_id=c.pk)
+    built_by_a_worker(c)
     c.refresh_from_db()
     old_version = c.indexed_version
     docs = list(c.documents.order_by("id"))
