@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test acceptance install lint unit bench screenshots clean
+.PHONY: demo test acceptance hosts install lint unit bench screenshots clean
 
 demo: install
 	$(BIN)/python manage.py demo
@@ -16,6 +16,12 @@ test: install lint
 # T1-T12 of RELIABILITY.md on gunicorn + PostgreSQL + Redis + a worker (docs/reliability.md).
 acceptance: install
 	.ci/acceptance
+
+# Several hosts on this machine (network namespaces; needs root and about 10 minutes):
+# a database host, two application hosts, nginx in front, and the fault scenarios of
+# docs/deploy.md ("Several hosts, run"). Stops everything it started, even on Ctrl-C.
+hosts: install
+	$(BIN)/python bench/hosts/run.py $(HOSTS_ARGS)
 
 install: $(STAMP)
 

@@ -9,9 +9,12 @@ commands alike.
 
 A running job proves it is alive: ``job_running`` keeps a heartbeat on its row (a short
 write every ``HEARTBEAT_SECONDS`` from a thread of its own), and a running job whose
-heartbeat is older than ``STALE_SECONDS`` lost its worker (killed, out of memory, the
-machine restarted). ``jobs_fail_stale`` marks such jobs failed, saying so; it runs when a
-worker starts and whenever a job is shown, so no page says "Running" for a job nobody runs.
+heartbeat is older than ``STALE_SECONDS`` (``SASC_JOB_STALE_SECONDS``) lost its worker
+(killed, out of memory, its host gone). ``jobs_requeue_stale`` queues such a job again, up to
+``REQUEUES`` times, so another worker (another host's) finishes it; past that,
+``jobs_fail_stale`` marks it failed, saying so. Both run when a worker starts, every
+``STALE_SECONDS / 4`` in every worker (``jobs_sweep_forever``) and whenever a job is shown, so
+no page says "Running" for a job nobody runs.
 Every write here is one short statement or transaction: on SQLite a web request waits for
 the worker's write lock, never for its work.
 """
@@ -32,13 +35,26 @@ logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 10
 STALE_SECONDS = 120  # twelve missed heartbeats: the worker is gone, not merely busy
+REQUEUES = 2  # a job that killed its worker twice is failed, not retried for ever
+
+
+def stale_seconds() -> int:
+    """The heartbeat age past which a running job's worker is taken for dead."""
+    from django.conf import settings
+
+    return getattr(settings, "SASC_JOB_STALE_SECONDS", STALE_SECONDS)
 
 
 def job_queue(*, kind: str, task: str, collection, user, message: str, params=None) -> Job:
     """Record a job of ``kind`` waiting for a worker (``message`` shows meanwhile) and queue
     the Celery task named ``task`` with its id once the transaction commits."""
+    # The task is named in the job so that a job whose worker died can be queued again.
     job = Job.objects.create(
-        kind=kind, collection=collection, created_by=user, params=params or {}, message=message
+        kind=kind,
+        collection=collection,
+        created_by=user,
+        params={**(params or {}), "task": task},
+        message=message,
     )
     queue_on_commit(task, job.pk)
     return job
@@ -171,12 +187,71 @@ def job_finish(*, job: Job, ok: bool, message: str, report: dict | None = None) 
     )
 
 
-def jobs_fail_stale(*, now=None) -> int:
-    """Mark failed every running job whose heartbeat stopped ``STALE_SECONDS`` ago (its
-    worker died with it), saying so; return how many. Such a job is not retried by itself:
-    the lead starts it again (an import, an index build and a training are idempotent)."""
+def jobs_requeue_stale(*, now=None) -> int:
+    """Queue again every running job whose heartbeat stopped ``stale_seconds()`` ago (its
+    worker died with it) and that names its task, at most ``REQUEUES`` times; return how
+    many. The job goes back to "queued", saying why; its task is idempotent (an import skips
+    what it stored, an index build starts again in a new temporary folder). The update is
+    conditional on the heartbeat still being old, so two sweeping processes queue it once.
+    The message goes to the broker after the commit; a broker out of reach is logged, and
+    the job then waits, queued, for the lead to start it again. A worker that is alive but
+    cut from the database longer than ``stale_seconds()`` is taken for dead: its job may
+    then run twice, which its idempotence makes safe."""
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=STALE_SECONDS)
+    cutoff = now - timedelta(seconds=stale_seconds())
+    stale = (
+        Job.objects.filter(status=Job.Status.RUNNING, params__has_key="task")
+        .filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
+        .values_list("pk", flat=True)
+    )
+    queued = 0
+    for pk in list(stale):
+        with transaction.atomic():
+            job = (
+                Job.objects.select_for_update(skip_locked=True)
+                .filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
+                .filter(pk=pk, status=Job.Status.RUNNING)
+                .first()
+            )
+            if job is None or job.params.get("requeued", 0) >= REQUEUES:
+                continue
+            beat = job.heartbeat_at or job.started_at
+            job.params = {**job.params, "requeued": job.params.get("requeued", 0) + 1}
+            job.status = Job.Status.QUEUED
+            job.heartbeat_at = now  # the next sweep waits for a whole stale period again
+            job.message = (
+                f"Queued again: the worker running it stopped answering "
+                f"(last heartbeat {beat:%Y-%m-%d %H:%M:%S} UTC)"
+            )
+            job.save(update_fields=["params", "status", "heartbeat_at", "message"])
+            queue_on_commit(job.params["task"], job.pk, robust=True)
+            queued += 1
+            logger.warning("job %s: its worker stopped answering; queued again", job.pk)
+    return queued
+
+
+def jobs_sweep_forever(stop: threading.Event) -> None:
+    """Every quarter of ``stale_seconds()`` until ``stop`` is set, queue again or fail the
+    jobs whose worker died (``jobs_fail_stale``); a worker runs this in a thread, so a job
+    lost with another host is finished by this one without anyone looking at it."""
+    try:
+        while not stop.wait(stale_seconds() / 4):
+            try:
+                jobs_fail_stale()
+            except Exception:  # the database out of reach for a while: the next round
+                logger.exception("could not sweep the jobs whose worker died")
+    finally:
+        connection.close()
+
+
+def jobs_fail_stale(*, now=None) -> int:
+    """Queue again the running jobs whose heartbeat stopped (``jobs_requeue_stale``), and
+    mark failed the rest of them (their task unknown, or queued again too often), saying so;
+    return how many were failed. The lead starts a failed one again (an import, an index
+    build and a training are idempotent)."""
+    now = now or timezone.now()
+    jobs_requeue_stale(now=now)
+    cutoff = now - timedelta(seconds=stale_seconds())
     stale = Job.objects.filter(status=Job.Status.RUNNING).filter(
         Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
     )

@@ -157,6 +157,9 @@ SASC_MAX_COMPRESSION_RATIO = env_int("SASC_MAX_COMPRESSION_RATIO", 100, minimum=
 # PST/OST files are unpacked by readpst in a child process: the seconds it may run (it is
 # killed after that; what it wrote by then is imported and the report says so).
 SASC_MAX_EXTRACT_SECONDS = env_int("SASC_MAX_EXTRACT_SECONDS", 1800, minimum=1)
+# A running job whose heartbeat (every 10 s) is older than this lost its worker: it is queued
+# again for another worker (annotate.jobs.jobs_requeue_stale).
+SASC_JOB_STALE_SECONDS = env_int("SASC_JOB_STALE_SECONDS", 120, minimum=30)
 # Counts one import may bring (docs/formats.md, "Limits"): documents read from one upload or
 # command, topics a collection may hold, lines of one qrels or sensitivity file.
 SASC_MAX_DOCUMENTS_PER_IMPORT = env_int("SASC_MAX_DOCUMENTS_PER_IMPORT", 250_000, minimum=1)

@@ -1,6 +1,7 @@
 """Celery entry points of the ranking app: take ids, call a service."""
 
 import logging
+import threading
 
 from celery import shared_task
 from celery.signals import worker_ready
@@ -48,9 +49,11 @@ def learning_step_task(self, plan_id: int) -> None:
 def _recover_learning(sender=None, **kwargs) -> None:
     """A worker starting re-asks every unfinished plan: a step lost with a killed worker
     or an unreachable broker is run again (and finds nothing to do if it was not lost).
-    It also marks failed the jobs whose worker died (``annotate.jobs.jobs_fail_stale``)
-    and removes the temporary folders of index builds that were killed."""
-    from annotate.jobs import jobs_fail_stale
+    It also queues again (or marks failed) the jobs whose worker died
+    (``annotate.jobs.jobs_fail_stale``), keeps doing so in a thread while it runs (so a job
+    lost with another host is finished here), and removes the temporary folders of index
+    builds that were killed."""
+    from annotate.jobs import jobs_fail_stale, jobs_sweep_forever
     from ranking.learning_plans import learning_sweep
     from ranking.services import index_temporaries_sweep
 
@@ -63,6 +66,12 @@ def _recover_learning(sender=None, **kwargs) -> None:
             sweep()
         except Exception:  # a worker must start even if the database is not up yet
             logging.getLogger(__name__).exception("could not %s", what)
+    threading.Thread(
+        target=jobs_sweep_forever, args=(_SWEEP_STOP,), name="jobs-sweep", daemon=True
+    ).start()
+
+
+_SWEEP_STOP = threading.Event()
 
 
 @shared_task(acks_late=True)

@@ -143,3 +143,34 @@ def test_the_temporary_folders_of_killed_builds_are_swept(collection, settings):
     os.utime(elsewhere, (old, old))
     assert index_temporaries_sweep(collection=collection) == 1
     assert not elsewhere.exists()
+
+
+def test_a_job_whose_worker_died_is_queued_again_for_another_worker(
+    collection, django_capture_on_commit_callbacks
+):
+    """The task message is sent after the commit: captured here, not sent."""
+    now = timezone.now()
+    dead = Job.objects.create(
+        kind=Job.Kind.IMPORT,
+        collection=collection,
+        status=Job.Status.RUNNING,
+        params={"path": "x", "task": "annotate.tasks.import_run"},
+        started_at=now - timedelta(minutes=10),
+        heartbeat_at=now - timedelta(seconds=jobs.STALE_SECONDS + 5),
+    )
+    with django_capture_on_commit_callbacks() as sent:
+        assert jobs.jobs_fail_stale() == 0  # queued again, not failed
+        assert jobs.jobs_requeue_stale() == 0  # once: its heartbeat is fresh again
+    dead.refresh_from_db()
+    assert dead.status == Job.Status.QUEUED and "Queued again" in dead.message
+    assert dead.params["requeued"] == 1 and len(sent) == 1
+    # the task never comes back (its worker dies each time): failed after REQUEUES tries
+    for n in range(1, jobs.REQUEUES + 1):
+        Job.objects.filter(pk=dead.pk).update(
+            status=Job.Status.RUNNING, heartbeat_at=now - timedelta(seconds=jobs.STALE_SECONDS + 5)
+        )
+        with django_capture_on_commit_callbacks() as sent:
+            assert jobs.jobs_fail_stale() == (1 if n == jobs.REQUEUES else 0)
+        assert len(sent) == (0 if n == jobs.REQUEUES else 1)
+    dead.refresh_from_db()
+    assert dead.status == Job.Status.FAILED and dead.params["requeued"] == jobs.REQUEUES
