@@ -116,7 +116,7 @@ def _ended(plan: LearningPlan, state: PlanState, added: int, rows: Rows) -> str:
         )
     return (
         f"Finished: every one of the {len(rows.candidates)} candidates was judged or could "
-        f"not be queued ({_judged_words(plan, state)}; budget not reached)"
+        f"not be queued ({_judged_words(plan, state)}; the budget not reached)"
     )
 
 
