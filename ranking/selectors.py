@@ -231,6 +231,9 @@ def plan_stopping(*, plan: LearningPlan, state=None, model=None, candidates=None
         "reviewed": state.reviewed,
         "spent": state.reviewed + state.check_judged,
         "budget_left": state.budget_left(plan.budget),
+        # The largest sample in all (earlier draws included) drawn without consent: the
+        # draw check_sample_draw allows is what is left of the budget after earlier draws.
+        "sample_room": max(len(sample.documents) if sample else 0, state.budget_left(plan.budget)),
         "projected": expected,
         "recommendation": stopping.recommend(
             verdicts,
