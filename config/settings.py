@@ -167,6 +167,8 @@ SASC_MAX_TOPICS_PER_COLLECTION = env_int("SASC_MAX_TOPICS_PER_COLLECTION", 5_000
 SASC_MAX_QRELS_LINES = env_int("SASC_MAX_QRELS_LINES", 2_000_000, minimum=1)
 # The most rows one page of a list API may ask for (?limit=).
 SASC_API_MAX_PAGE_SIZE = env_int("SASC_API_MAX_PAGE_SIZE", 200, minimum=1)
+# The archivists' review queue shows this many documents at a time; "Show N more" adds a page.
+SASC_QUEUE_PAGE = env_int("SASC_QUEUE_PAGE", 200, minimum=1)
 # Domains whose addresses count as internal to the donor's organisation (docs/domain.md §6).
 SASC_INTERNAL_DOMAINS = env_list("SASC_INTERNAL_DOMAINS", [])
 # What searchers are told to expect from the archivists (docs/protection.md): one phrase, the

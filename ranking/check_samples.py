@@ -73,9 +73,10 @@ def check_sample_draw(
 ) -> CheckSample:
     """Draw ``size`` documents at random, without replacement, from the frame and queue them
     as check tasks; a plan's second draw extends its sample from the same frame (so the
-    whole stays one simple random sample of it). The frame caps the sample; a sample larger
-    than the plan's budget (the review's own judgments: the sample's are on top of them) is
-    drawn only with ``beyond_budget``, the lead's explicit consent to that cost."""
+    whole stays one simple random sample of it). The frame caps the sample; a draw larger
+    than what is left of the plan's budget (the budget less the review's judgments and the
+    sample drawn before: the sample's judgments are never counted against the budget, they
+    come on top) is drawn only with ``beyond_budget``, the lead's explicit consent."""
     if size < 1:
         raise PlanError("draw at least 1 document")
     if size > MAX_SAMPLE:
@@ -97,9 +98,18 @@ def check_sample_draw(
             raise PlanError("no document is left to draw: every candidate is judged or queued")
         if size > len(frame):
             raise PlanError(f"only {len(frame)} documents are left to draw from, not {size}")
-        total = size + (len(sample.documents) if sample else 0)
-        if total > plan.budget and not beyond_budget:
-            raise PlanError(over_budget(total, plan.budget))
+        drawn_before = len(sample.documents) if sample else 0
+        left = max(0, state.budget_left(plan.budget) - drawn_before)
+        if size > left and not beyond_budget:
+            raise PlanError(
+                over_budget(
+                    size=size,
+                    left=left,
+                    budget=plan.budget,
+                    reviewed=state.reviewed,
+                    drawn_before=drawn_before,
+                )
+            )
         seed = int(plan.random_seed) * 1_000_003 + (len(sample.documents) if sample else 0)
         drawn = np.random.default_rng(seed).choice(np.asarray(frame), size=size, replace=False)
         drawn = [int(d) for d in drawn]
@@ -133,12 +143,18 @@ def check_sample_draw(
     return sample
 
 
-def over_budget(total: int, budget: int) -> str:
-    """Why a check sample of ``total`` documents needs the lead's consent."""
+def over_budget(*, size: int, left: int, budget: int, reviewed: int, drawn_before: int) -> str:
+    """Why a draw of ``size`` documents needs the lead's consent, with every number and what
+    happens if the lead goes on."""
+    before = f" and {drawn_before} check-sample documents drawn before" if drawn_before else ""
+    whole = budget + drawn_before + size
     return (
-        f"a check sample of {total} documents is {total / budget:.1f}x the plan's budget of "
-        f"{budget} judgments, and its judgments come on top of the budget: choose a wider "
-        "margin or a smaller size, or tick “beyond the budget” to draw it anyway"
+        f"a check sample of {size} documents is more than the {left} judgments left of the "
+        f"plan's budget of {budget} ({reviewed} judged by the review{before}). If you go on, "
+        f"its {size} judgments come on top of the budget: the review still goes on to "
+        f"{budget}, so this topic would take up to {whole} judgments in all ({budget} for "
+        f"the review, {drawn_before + size} for the check sample). Choose a wider margin or "
+        "a smaller size, or tick “beyond the budget” to draw it anyway"
     )
 
 

@@ -43,6 +43,17 @@ class PlanState:
         return sum(1 for d in self.labels if d not in self.checks)
 
     @property
+    def check_judged(self) -> int:
+        """Check-sample documents judged (on top of the budget, never of the review's)."""
+        return sum(1 for d in self.labels if d in self.checks)
+
+    def budget_left(self, budget: int) -> int:
+        """Judgments left of ``budget`` for the review (never below 0). Every page that
+        says judged, spent or left reads ``reviewed``, ``check_judged`` and this, so the
+        learning page, the stopping panel and the plan's status cannot disagree."""
+        return max(0, budget - self.reviewed)
+
+    @property
     def training(self) -> dict[int, int]:
         """The labels the classifier learns from: every one but the check sample's."""
         return {d: g for d, g in self.labels.items() if d not in self.checks}

@@ -101,23 +101,33 @@ def _ended(plan: LearningPlan, state: PlanState, added: int, rows: Rows) -> str:
     be (every candidate judged, or no persona to judge for). A plan that can add no task
     ends saying so rather than showing "Learning" with nothing to judge."""
     if state.reviewed >= plan.budget:
-        return f"Budget spent: {state.reviewed} documents judged (budget {plan.budget})"
+        return f"Budget spent: {state.reviewed} documents judged (budget {plan.budget})" + (
+            f"; {state.check_judged} check-sample judgments on top" if state.check_judged else ""
+        )
     if not plan.round.is_open:
         return (
             f"Stopped: round {plan.round.number} was closed, so no task can be added "
-            f"({len(state.labels)} of the budget of {plan.budget} documents judged)"
+            f"({_judged_words(plan, state)})"
         )
     if state.queued or added:
         return ""
     if not plan.project.personas.exists():
         return (
-            f"Stopped: the project has no persona to add tasks for "
-            f"({len(state.labels)} of the budget of {plan.budget} documents judged)"
+            f"Stopped: the project has no persona to add tasks for ({_judged_words(plan, state)})"
         )
     return (
         f"Finished: every one of the {len(rows.candidates)} candidates was judged or could "
-        f"not be queued ({len(state.labels)} documents judged; budget {plan.budget} not reached)"
+        f"not be queued ({_judged_words(plan, state)}; the budget not reached)"
     )
+
+
+def _judged_words(plan: LearningPlan, state: PlanState) -> str:
+    """The plan's judgments in words: the review's against its budget, the check sample's
+    apart (they are never counted against the budget)."""
+    words = f"{state.reviewed} of the budget of {plan.budget} judged by the review"
+    if state.check_judged:
+        words += f", {state.check_judged} check-sample judgments on top"
+    return words
 
 
 def learning_step_failed(*, plan_id: int, error: BaseException) -> None:

@@ -20,8 +20,10 @@ MARGINS = (0.1, 0.05, 0.02)
 
 
 def learning_overview(*, project: AnnotationProject) -> list[dict]:
-    """Per plan: judged / budget, relevant found, estimated prevalence, queue depth, the
-    current model, the gain curve and the stopping signal (with whether it can fire)."""
+    """Per plan: the review's judgments / budget and the check sample's apart (``PlanState``:
+    the one definition the stopping panel reads too), relevant found, estimated prevalence,
+    queue depth, the current model, the gain curve and the stopping signal (with whether it
+    can fire)."""
     rows = []
     plans = LearningPlan.objects.filter(project=project).select_related("topic", "project")
     for plan in plans.order_by("topic__number"):
@@ -33,7 +35,9 @@ def learning_overview(*, project: AnnotationProject) -> list[dict]:
         rows.append(
             {
                 "plan": plan,
-                "judged": len(state.labels),
+                "reviewed": state.reviewed,
+                "check_judged": state.check_judged,
+                "budget_left": state.budget_left(plan.budget),
                 "relevant": state.relevant,
                 "queued": len(state.queued),
                 "model": model,
@@ -46,7 +50,7 @@ def learning_overview(*, project: AnnotationProject) -> list[dict]:
                     state.gains, signal, total=stop["total"], target=plan.recall_target
                 ),
                 "stop": stop,
-                "percent": min(100, round(100 * len(state.labels) / plan.budget)),
+                "percent": min(100, round(100 * state.reviewed / plan.budget)),
             }
         )
     return rows
@@ -214,7 +218,7 @@ def plan_stopping(*, plan: LearningPlan, state=None, model=None, candidates=None
         "confidence": confidence,
         "sample": sample,
         "drawn": len(sample.documents) if sample else 0,
-        "sample_judged": len(judged_sample),
+        "sample_judged": state.check_judged,
         "sample_relevant": sum(labels),
         "sample_waiting": len(state.check_queued),
         "sample_reached": sum(1 for d in judged_sample if d in state.reached),
@@ -225,7 +229,11 @@ def plan_stopping(*, plan: LearningPlan, state=None, model=None, candidates=None
         "total": total,
         "verdicts": verdicts,
         "reviewed": state.reviewed,
-        "spent": state.reviewed + len(judged_sample),
+        "spent": state.reviewed + state.check_judged,
+        "budget_left": state.budget_left(plan.budget),
+        # The largest sample in all (earlier draws included) drawn without consent: the
+        # draw check_sample_draw allows is what is left of the budget after earlier draws.
+        "sample_room": max(len(sample.documents) if sample else 0, state.budget_left(plan.budget)),
         "projected": expected,
         "recommendation": stopping.recommend(
             verdicts,

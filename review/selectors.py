@@ -493,6 +493,9 @@ def loop_sessions(
     measured = [r.o_cs_dcg for r in rows if r.o_cs_dcg is not None]
     totals = {
         "sessions": len(rows),
+        # The page measures the newest ``limit`` searches and says of how many in all, so
+        # its "Searches" never reads as the collection's total when it is not.
+        "searches_all": SearchLog.objects.filter(collection=collection, persona=persona).count(),
         "measured": len(measured),
         "o_cs_dcg_mean": sum(measured) / len(measured) if measured else None,
         "shown": sum(r.shown for r in rows),

@@ -6,6 +6,7 @@ import json
 import math
 from datetime import date, timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -148,21 +149,65 @@ def _queue_order(request) -> str:
     return request.session.get("review_order", "waiting")
 
 
+QUEUE_MAX_SHOWN = 5_000  # the most one page renders; the total is always said
+
+
+def _queue_shown(request) -> int:
+    """How many queued documents the archivist asked to see (``?shown=``, in pages of
+    ``SASC_QUEUE_PAGE``); a value that is not a whole number from 1 to the maximum is
+    refused naming what was wrong."""
+    page = settings.SASC_QUEUE_PAGE
+    raw = request.GET.get("shown", "").strip()
+    if not raw:
+        return page
+    try:
+        shown = int(raw)
+    except ValueError:
+        raise QueueParamError(
+            f"shown must be a whole number of documents, not “{raw[:40]}”"
+        ) from None
+    if not 1 <= shown <= QUEUE_MAX_SHOWN:
+        raise QueueParamError(f"shown must be from 1 to {QUEUE_MAX_SHOWN} documents, not {shown}")
+    return shown
+
+
+class QueueParamError(ValueError):
+    """A queue page parameter the archivist (or a crafted link) got wrong."""
+
+
 @require_safe
 @archivist_required
 def queue(request):
-    """Show the archivist's review queue in the chosen order."""
+    """Show the archivist's review queue in the chosen order: the first ``shown`` documents
+    grouped by thread, with the true total waiting (``review_queue_summary``, the count the
+    home page shows) and a link that shows a page more."""
     order = _queue_order(request)
-    threads = selectors.review_queue_threads(order=order)
+    try:
+        shown = _queue_shown(request)
+    except QueueParamError as exc:
+        return HttpResponse(f"Review queue: {exc}.", status=400, content_type="text/plain")
+    threads = selectors.review_queue_threads(order=order, limit=shown)
     template = "review/_queue.html" if request.htmx else "review/queue.html"
     orders = [(key, label) for key, (label, _k) in selectors.QUEUE_ORDERS.items()]
+    listed = sum(len(t.items) for t in threads)
+    # Counted after listing: a document decided in between is gone from both, one queued in
+    # between may be listed and not yet counted, so the total is never below the list.
+    total = max(listed, selectors.review_queue_summary()["documents"])
+    more = min(settings.SASC_QUEUE_PAGE, max(0, total - listed), QUEUE_MAX_SHOWN - listed)
     return render(
         request,
         template,
         {
             "threads": threads,
-            "total": sum(len(t.items) for t in threads),
+            "total": total,
+            "listed": listed,
+            "shown": shown,
+            "more": more,
+            "more_shown": listed + more,
+            "default_shown": settings.SASC_QUEUE_PAGE,
+            "focus_more": request.htmx and request.GET.get("focus") == "more",
             "order": order,
+            "order_label": selectors.QUEUE_ORDERS[order][0],
             "orders": orders,
             "audits": selectors.release_audits_open(),
         },

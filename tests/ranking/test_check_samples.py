@@ -27,7 +27,7 @@ def test_the_check_sample_is_drawn_from_the_unreviewed_frame_and_queued_as_check
 ):
     project, plan, _annotator, _truth = plan_world
     before = learning_state.plan_state(plan)
-    sample = check_samples.check_sample_draw(plan=plan, size=30)
+    sample = check_samples.check_sample_draw(plan=plan, size=30, beyond_budget=True)
     assert len(set(sample.documents)) == 30
     assert not set(sample.documents) & (set(before.labels) | before.queued)
     assert sample.frame == 160 - len(before.labels) - len(before.queued)
@@ -40,7 +40,7 @@ def test_the_check_sample_is_drawn_from_the_unreviewed_frame_and_queued_as_check
 
 def test_check_sample_judgments_stay_out_of_training_and_of_the_review_budget(plan_world):
     project, plan, annotator, truth = plan_world
-    sample = check_samples.check_sample_draw(plan=plan, size=30)
+    sample = check_samples.check_sample_draw(plan=plan, size=30, beyond_budget=True)
     for _ in range(120):
         if not learning_state.plan_state(plan).check_queued:
             break
@@ -103,16 +103,53 @@ def test_the_stopping_report_exports_one_row_per_rule(plan_world, client, make_u
     assert np.isfinite(plan.recall_target)
 
 
-def test_a_check_sample_beyond_the_plans_budget_needs_the_leads_consent(plan_world):
-    _project, plan, _a, _t = plan_world  # budget 40
-    check_samples.check_sample_draw(plan=plan, size=30)
-    with pytest.raises(
-        learning_plans.PlanError, match=r"of 41 documents is 1\.0x the plan's budget of 40"
-    ):
-        check_samples.check_sample_draw(plan=plan, size=11)  # 30 + 11 > 40
-    assert len(CheckSample.objects.get(plan=plan).documents) == 30
-    sample = check_samples.check_sample_draw(plan=plan, size=11, beyond_budget=True)
-    assert len(sample.documents) == 41
+def test_a_check_sample_beyond_what_is_left_of_the_budget_needs_the_leads_consent(plan_world):
+    _project, plan, _a, _t = plan_world  # budget 40; 4 seeds and 10 judged by the review
+    assert learning_state.plan_state(plan).reviewed == 14
+    check_samples.check_sample_draw(plan=plan, size=20)  # 20 of the 26 left
+    # the size table marks "over budget" by the same rule: a sample of 26 in all is allowed
+    assert selectors.plan_stopping(plan=plan)["sample_room"] == 26
+    with pytest.raises(learning_plans.PlanError) as refused:
+        check_samples.check_sample_draw(plan=plan, size=7)  # 7 > 26 - 20
+    assert str(refused.value).startswith(
+        "a check sample of 7 documents is more than the 6 judgments left of the plan's budget "
+        "of 40 (14 judged by the review and 20 check-sample documents drawn before). If you "
+        "go on, its 7 judgments come on top of the budget: the review still goes on to 40, so "
+        "this topic would take up to 67 judgments in all (40 for the review, 27 for the check "
+        "sample)."
+    )
+    assert len(CheckSample.objects.get(plan=plan).documents) == 20
+    check_samples.check_sample_draw(plan=plan, size=6)  # exactly what is left
+    sample = check_samples.check_sample_draw(plan=plan, size=7, beyond_budget=True)
+    assert len(sample.documents) == 33
+
+
+def test_the_learning_page_counts_the_review_and_the_check_sample_apart(
+    plan_world, client, make_user
+):
+    project, plan, annotator, truth = plan_world  # budget 40
+    check_samples.check_sample_draw(plan=plan, size=60, beyond_budget=True)
+    for _ in range(400):
+        state = learning_state.plan_state(plan)
+        if not state.check_queued and state.reviewed >= plan.budget:
+            break
+        if judge_next(project, annotator, truth) is None:
+            learning_step.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
+    state = learning_state.plan_state(plan)
+    assert state.check_judged == 60 and state.reviewed == 40
+    assert len(state.labels) == 100  # the old page said "100 of 40 judged"
+    client.force_login(make_user("counts-lead", roles.LEAD))
+    text = client.get(reverse("learning", args=[project.slug])).content.decode()
+    assert "40 of 40 judged by the review" in text
+    assert "0 left of the budget" in text
+    assert '60 of 60 check-sample judged <span class="muted">(on top of the budget)' in text
+    assert "100 of 40" not in text
+    assert "Judgments spent: 100 (40 of the budget of 40 by the review, 60 of the check " in text
+    plan.refresh_from_db()
+    assert plan.status_message == (
+        "Budget spent: 40 documents judged (budget 40); 60 check-sample judgments on top"
+    )
 
 
 def test_the_stopping_form_speaks_percent_and_names_what_was_wrong(plan_world, client, make_user):
@@ -135,7 +172,10 @@ def test_the_stopping_form_speaks_percent_and_names_what_was_wrong(plan_world, c
     assert (plan.recall_target, plan.confidence) == (pytest.approx(0.75), pytest.approx(0.9))
     draw = reverse("learning-check-sample", args=[project.slug, plan.pk])
     r = client.post(draw, {"size": "50"}, follow=True)
-    assert "is 1.2x the plan&#x27;s budget of 40 judgments" in r.content.decode()
+    assert (
+        "a check sample of 50 documents is more than the 26 judgments left of the plan&#x27;s "
+        "budget of 40 (14 judged by the review). If you go on, its 50 judgments come on top"
+    ) in r.content.decode()
     assert not CheckSample.objects.filter(plan=plan).exists()
     client.post(draw, {"size": "50", "beyond_budget": "1"})
     assert len(CheckSample.objects.get(plan=plan).documents) == 50

@@ -429,7 +429,9 @@ def test_a_plan_whose_candidates_run_out_finishes_saying_why(setup):
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.FINISHED
     assert "every one of the 160 candidates" in plan.status_message
-    assert "budget 500 not reached" in plan.status_message
+    assert "of the budget of 500 judged by the review; the budget not reached" in (
+        plan.status_message
+    )
 
 
 def test_a_spent_budget_finishes_the_plan(setup):

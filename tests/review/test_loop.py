@@ -271,3 +271,15 @@ def test_a_lead_reopens_a_decision_and_the_document_is_asked_about_again(publish
             403,
             404,
         )
+
+
+def test_the_loop_report_says_of_how_many_searches_its_newest_are(published, login, users):
+    c, persona, docs, kinds = published
+    searcher = login(users["searcher"])
+    _search(searcher, c, "razor spam list")
+    _search(searcher, c, "linux kernel")
+    rows, totals = selectors.loop_sessions(collection=c, limit=1)
+    assert len(rows) == totals["sessions"] == 1 and totals["searches_all"] == 2
+    page = login(users["lead"]).get(reverse("review-loop", args=[c.slug])).content.decode()
+    assert "<dd>2</dd>" in page.split("<dt>Searches</dt>")[1][:12]  # all 2 measured: no note
+    assert "(the newest" not in page

@@ -57,7 +57,7 @@ def test_the_queue_groups_threads_and_shows_sender_date_snippet_and_why(
     assert first.snippet == f"The figures for {a.subject} are in."  # no quote, no intro line
 
     html = login(users["archivist"]).get(reverse("review-queue")).content.decode()
-    assert "4 documents waiting, in 3 groups (threads and near-duplicates)." in html
+    assert "<strong>4 documents waiting</strong>, all shown, in 3 groups (threads and near" in html
     assert html.count('class="thread"') == 3 and "2 in the queue" in html
     section = html[html.index("Salary review") : html.index("Lunch")]
     for text in ("Ann &lt;ann@corp.example&gt;", "Bob &lt;bob@corp.example&gt;", "quoted") + (
@@ -129,3 +129,39 @@ def test_each_role_sees_on_home_what_it_can_do_from_the_data(published, login, u
     assert "2 documents waiting for review" in html and "for 3 searches" in html
     html = login(users["lead"]).get(reverse("home")).content.decode()
     assert reverse("review-loop", args=[c.slug]) in html and "Search Test mail" not in html
+
+
+def test_a_queue_longer_than_a_page_says_the_true_total_and_shows_the_rest_on_request(
+    published, login, users, settings
+):
+    c, persona, docs, kinds = published
+    settings.SASC_QUEUE_PAGE = 4
+    waiting = docs[:9]
+    review_requests_pending(persona, users["searcher"], [(d, f"q{d.pk}") for d in waiting])
+    review_requests_pending(persona, users["searcher"], [(waiting[0], "again")])  # same pair
+    assert selectors.review_queue_summary()["documents"] == 9
+    client = login(users["archivist"])
+    home = client.get(reverse("home")).content.decode()
+    assert "9 documents waiting for review" in home
+    html = client.get(reverse("review-queue")).content.decode()
+    assert "<strong>9 documents waiting</strong>; showing the first 4 (" in html
+    assert html.count('class="queue-item"') == 4
+    assert '<a class="button" href="?shown=8"' in html and ">Show 4 more</a>" in html
+    assert "4 of 9 shown" in html
+    assert f'hx-get="{reverse("review-queue")}?shown=4"' in html  # the refresh keeps 4
+    html = client.get(reverse("review-queue"), {"shown": "8"}).content.decode()
+    assert html.count('class="queue-item"') == 8 and ">Show 1 more</a>" in html
+    part = client.get(
+        reverse("review-queue"), {"shown": "9", "focus": "more"}, headers={"HX-Request": "true"}
+    ).content.decode()
+    assert 'id="queue"' in part  # the partial replaces the whole list, refresh included
+    assert "<strong>9 documents waiting</strong>, all shown, in " in part
+    assert part.count('class="queue-item"') == 9 and "more</a>" not in part
+    assert "All 9 shown." in part  # the focus lands past the list, not on the page's top
+    for bad, why in (
+        ("lots", "shown must be a whole number of documents, not “lots”"),
+        ("0", "shown must be from 1 to 5000 documents, not 0"),
+        ("99999", "shown must be from 1 to 5000 documents, not 99999"),
+    ):
+        r = client.get(reverse("review-queue"), {"shown": bad})
+        assert r.status_code == 400 and why in r.content.decode()
