@@ -11,11 +11,16 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-def worker_command(bin_dir, *extra: str) -> list[str]:
-    """The command line of one Celery worker serving every queue of ``CELERY_TASK_ROUTES``
-    (``default`` and ``ranking``), one task at a time, logging at INFO; ``bin_dir`` holds the
-    venv's ``celery``. The demo, the integration tests' worker and the SQLite benchmark all
-    start theirs with it; ``extra`` adds options (the demo's quiet, heartbeat-free worker)."""
+QUEUES = ("interactive", "bulk")  # settings.CELERY_QUEUES_INTERACTIVE, CELERY_QUEUES_BULK
+
+
+def worker_command(bin_dir, *extra: str, queues: tuple[str, ...] = QUEUES) -> list[str]:
+    """The command line of one Celery worker serving ``queues`` (both, ``interactive`` and
+    ``bulk``, unless told), one task at a time, logging at INFO; ``bin_dir`` holds the
+    venv's ``celery``. The demo runs one worker per queue, so that an import never holds up a
+    searcher's review requests and a burst of those never holds up an import; the
+    integration tests' worker and the SQLite benchmark start theirs with it too; ``extra``
+    adds options (the demo's quiet, heartbeat-free workers)."""
     return [
         str(bin_dir / "celery"),
         *extra,
@@ -23,7 +28,7 @@ def worker_command(bin_dir, *extra: str) -> list[str]:
         "config",
         "worker",
         "-Q",
-        "default,ranking",
+        ",".join(queues),
         "--concurrency",
         "1",
         "--loglevel",

@@ -212,10 +212,24 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
-CELERY_TASK_DEFAULT_QUEUE = "default"
+# Two queues, each with its own worker(s), so that neither kind of work waits behind the other
+# (docs/deploy.md, "Queues"): ``interactive`` is work a person is waiting for (a searcher's
+# review requests, the next batch of an annotator's active learning, an archivist's exposure
+# card); ``bulk`` is work measured in minutes (imports, entity passes, index builds, pools,
+# classifier training and rescoring). Every task is named here; tests/test_queues.py fails on
+# a task without a route. A task sent to no route would land on the default queue.
+CELERY_QUEUES_INTERACTIVE = "interactive"
+CELERY_QUEUES_BULK = "bulk"
+CELERY_TASK_DEFAULT_QUEUE = CELERY_QUEUES_BULK
 CELERY_TASK_ROUTES = {
-    "annotate.tasks.*": {"queue": "default"},
-    "ranking.tasks.*": {"queue": "ranking"},
+    "review.tasks.review_requests_task": {"queue": CELERY_QUEUES_INTERACTIVE},
+    "review.tasks.exposure_task": {"queue": CELERY_QUEUES_INTERACTIVE},
+    "ranking.tasks.learning_step_task": {"queue": CELERY_QUEUES_INTERACTIVE},
+    "annotate.tasks.import_run": {"queue": CELERY_QUEUES_BULK},
+    "annotate.tasks.entities_detect_task": {"queue": CELERY_QUEUES_BULK},
+    "ranking.tasks.index_build_task": {"queue": CELERY_QUEUES_BULK},
+    "ranking.tasks.pool_task": {"queue": CELERY_QUEUES_BULK},
+    "ranking.tasks.sensitivity_train_task": {"queue": CELERY_QUEUES_BULK},
 }
 
 # --- REST framework -----------------------------------------------------------------------------

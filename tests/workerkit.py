@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from config.celery import worker_command
+from config.celery import QUEUES, worker_command
 from tests.waitkit import until
 
 ROOT = Path(__file__).parents[1]
@@ -23,16 +23,26 @@ def _database_url() -> str:
 
 
 class Worker:
-    """A real Celery worker process on the test database, in its own process group; with
+    """A real Celery worker process on the test database, in its own process group, serving
+    ``queues`` (both unless told: tests/test_queues.py starts one per queue); with
     ``hold_training_ms``, each retrain waits that long between training and recording its
     version (``tests/slowworker.py``), so a test can kill the worker mid-retrain."""
 
-    def __init__(self, log: Path, env: dict, *, hold_training_ms: int = 0):
+    def __init__(
+        self,
+        log: Path,
+        env: dict,
+        *,
+        hold_training_ms: int = 0,
+        queues: tuple[str, ...] = QUEUES,
+    ):
         self.log, self.env, self.proc = log, env, None
         self.hold_training_ms = hold_training_ms
+        self.queues = queues
 
     def command(self) -> list[str]:
-        celery = worker_command(Path(sys.executable).parent)
+        celery = worker_command(Path(sys.executable).parent, queues=self.queues)
+        celery += ["-n", f"{'-'.join(self.queues)}-{os.getpid()}@%h"]
         if not self.hold_training_ms:
             return celery
         return [sys.executable, "-m", "tests.slowworker", str(self.hold_training_ms), *celery[1:]]

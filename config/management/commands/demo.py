@@ -365,7 +365,7 @@ class Command(BaseCommand):
             self.say(f"Port {wanted} is in use (another server?): using {port} instead.")
         url = f"http://127.0.0.1:{port}/"
         log_dir = Path(settings.VAR_DIR) / "log"
-        self.say(f"Starting the web server and the worker (full logs in {log_dir}/) ...")
+        self.say(f"Starting the web server and the workers (full logs in {log_dir}/) ...")
         started = time.perf_counter()
         with Supervisor(log_dir, console=self.say) as supervisor:
             try:
@@ -381,7 +381,8 @@ class Command(BaseCommand):
                     self.say(f"  {username:<11} {role}")
                 self.say(
                     "Worker and web server warnings and errors appear here, prefixed "
-                    "[worker] or [web]. Press Ctrl-C to stop both."
+                    "[worker] (interactive queue), [bulk-worker] or [web]. Press Ctrl-C to "
+                    "stop them all."
                 )
                 child = supervisor.watch()
                 self.report_exit(child)
@@ -389,7 +390,7 @@ class Command(BaseCommand):
             except (Stop, KeyboardInterrupt) as stop:
                 self.say(f"\nStopping ({stop or 'Ctrl-C'}) ...")
         # the supervisor's exit stopped every process group it started
-        self.say("Stopped: the web server, the worker and their processes.")
+        self.say("Stopped: the web server, the workers and their processes.")
 
     def wait_until_up(self, supervisor, url):
         deadline = time.monotonic() + 120
@@ -419,7 +420,10 @@ def demo_env() -> dict:
 
 
 def demo_processes(port: int) -> list[tuple[str, list[str]]]:
-    """The demo's processes: one gunicorn web server and one Celery worker."""
+    """The demo's processes: one gunicorn web server and two Celery workers, one for the
+    ``interactive`` queue (searchers' review requests, active-learning batches, exposure
+    cards) and one for ``bulk`` (imports, index builds, training), so that an import never
+    holds up a searcher and a burst of searches never holds up an import."""
     bin_dir = Path(sys.executable).parent
     web = [
         str(bin_dir / "gunicorn"),
@@ -433,13 +437,19 @@ def demo_processes(port: int) -> list[tuple[str, list[str]]]:
         "--threads",
         "8",
     ]
-    # INFO goes to var/log/worker.log (each task received and finished); the supervisor
-    # copies WARNING and above, tracebacks included, to the console.
-    worker = worker_command(
-        bin_dir,
-        "--quiet",  # no banner
-    ) + ["--without-heartbeat", "--without-gossip", "--without-mingle"]
-    return [("web", web), ("worker", worker)]
+    # INFO goes to var/log/worker.log and bulk-worker.log (each task received and finished);
+    # the supervisor copies WARNING and above, tracebacks included, to the console.
+    quiet = ["--without-heartbeat", "--without-gossip", "--without-mingle"]
+
+    def worker(queue: str) -> list[str]:
+        # -n: each worker its own node name, so the two do not take each other for a clash
+        return worker_command(bin_dir, "--quiet", queues=(queue,)) + [*quiet, "-n", f"{queue}@%h"]
+
+    return [
+        ("web", web),
+        ("worker", worker("interactive")),
+        ("bulk-worker", worker("bulk")),
+    ]
 
 
 # Day one's stand-in for an archivist's labels (the demo has none at setup): a seeded random
