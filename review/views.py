@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -194,7 +195,7 @@ def queue(request):
     # between may be listed and not yet counted, so the total is never below the list.
     total = max(listed, selectors.review_queue_summary()["documents"])
     more = min(settings.SASC_QUEUE_PAGE, max(0, total - listed), QUEUE_MAX_SHOWN - listed)
-    return render(
+    response = render(
         request,
         template,
         {
@@ -212,6 +213,10 @@ def queue(request):
             "audits": selectors.release_audits_open(),
         },
     )
+    # One address, two answers (the list alone to htmx, the page to a browser): no cache
+    # may give one for the other.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 def _in_words(pairs, stored=None) -> list[tuple[str, float]]:
