@@ -237,15 +237,21 @@ def judging_progress(*, user, project: AnnotationProject, task_id: int | None) -
 def judgment_in_other_round(*, user, task) -> Judgment | None:
     """Return the user's judgment of the same (topic, persona, message) in another round of
     the task's project (a production round re-serving a training round's message), or None."""
-    return (
-        Judgment.objects.filter(
-            annotator=user,
-            task__project_id=task.project_id,
-            task__topic_id=task.topic_id,
-            task__persona_id=task.persona_id,
-            task__document_id=task.document_id,
+    # Start from the message's few tasks (the index on task.document), then the judgment
+    # index on (task, annotator): filtering the joined judgment by the task's columns let
+    # PostgreSQL walk every task of the project, on every save (issue 36).
+    same_message = (
+        Task.objects.filter(
+            document_id=task.document_id,
+            project_id=task.project_id,
+            topic_id=task.topic_id,
+            persona_id=task.persona_id,
         )
-        .exclude(task_id=task.pk)
+        .exclude(pk=task.pk)
+        .values("pk")
+    )
+    return (
+        Judgment.objects.filter(annotator=user, task_id__in=same_message)
         .select_related("round")
         .order_by("-round__number")
         .first()
