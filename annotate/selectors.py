@@ -237,15 +237,22 @@ def judging_progress(*, user, project: AnnotationProject, task_id: int | None) -
 def judgment_in_other_round(*, user, task) -> Judgment | None:
     """Return the user's judgment of the same (topic, persona, message) in another round of
     the task's project (a production round re-serving a training round's message), or None."""
+    # Two steps, each on one index whatever the planner's statistics: the message's few
+    # tasks (the index on task.document), then the judgment's (task, annotator) index. One
+    # joined query let PostgreSQL walk every task of the project's topic on every save
+    # (issue 36).
+    same_message = [
+        pk
+        for pk, project_id, topic_id, persona_id in Task.objects.filter(
+            document_id=task.document_id
+        ).values_list("pk", "project_id", "topic_id", "persona_id")
+        if (project_id, topic_id, persona_id) == (task.project_id, task.topic_id, task.persona_id)
+        and pk != task.pk
+    ]
+    if not same_message:
+        return None
     return (
-        Judgment.objects.filter(
-            annotator=user,
-            task__project_id=task.project_id,
-            task__topic_id=task.topic_id,
-            task__persona_id=task.persona_id,
-            task__document_id=task.document_id,
-        )
-        .exclude(task_id=task.pk)
+        Judgment.objects.filter(annotator=user, task_id__in=same_message)
         .select_related("round")
         .order_by("-round__number")
         .first()
