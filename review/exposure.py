@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 # How many candidates reverse search hands to verification (n_d->q of the paper is 100; the
 # evaluation in docs/exposure.md shows what 100, 200 and 500 find and cost).
 REVERSE_DEPTH = 200
-# It doubles while the last half of what it verified still held exposing queries
+# It doubles until two tails in a row of what it verified held no exposing query
 # (core.exposing_queries.expose_deepening), up to this.
 MAX_REVERSE_DEPTH = 25_600
 KEPT = 1000  # exposing queries stored per document (the card says how many there are in all)

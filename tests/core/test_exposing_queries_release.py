@@ -168,7 +168,13 @@ def test_the_count_is_exact_when_complete_and_a_lower_bound_otherwise(seed):
         search = _reverse(candidates, set(docs[docid]))
         for depth, whole in ((500, True), (8, True), (8, False)):
             deep = exposing_queries.expose_deepening(
-                ranker, candidates, search, whole_document=whole, depth=depth, max_depth=16
+                ranker,
+                candidates,
+                search,
+                whole_document=whole,
+                depth=depth,
+                max_depth=16,
+                verify_all_below=0,
             )
             got = {e.qid: e.rank for e in deep.found}
             assert all(truth[q] == r for q, r in got.items())  # every claim exact
@@ -207,10 +213,35 @@ def test_deepening_goes_on_while_the_tail_still_exposes():
     ordered += truth[7:]
     search = lambda depth: [(q, 1.0) for q in ordered[:depth]]  # noqa: E731
     shallow = exposing_queries.expose_deepening(
-        ranker, candidates, search, whole_document=True, depth=50, max_depth=50
+        ranker,
+        candidates,
+        search,
+        whole_document=True,
+        depth=50,
+        max_depth=50,
+        verify_all_below=0,
     )
     deep = exposing_queries.expose_deepening(
-        ranker, candidates, search, whole_document=True, depth=50, max_depth=4000
+        ranker,
+        candidates,
+        search,
+        whole_document=True,
+        depth=50,
+        max_depth=4000,
+        verify_all_below=0,
     )
     assert len(shallow.found) == 1 and not shallow.complete
     assert {e.qid for e in deep.found} == set(truth) and deep.complete and deep.depth > 800
+
+
+def test_a_small_candidate_set_is_verified_whole_and_its_count_is_exact():
+    docs, postings, hidden, view, words, rng = _collection(5)
+    candidates = _candidates(words, rng)
+    docid = sorted(hidden)[1]
+    ranker = exposing_queries.ExposureRanker(view, postings, docid, k=10)
+    truth = {e.qid: e.rank for e in exposing_queries.brute_force(ranker, candidates)}
+    nothing = lambda depth: []  # noqa: E731  (the reverse search is not asked)
+    deep = exposing_queries.expose_deepening(
+        ranker, candidates, nothing, whole_document=False, verify_all_below=len(candidates) + 1
+    )
+    assert {e.qid: e.rank for e in deep.found} == truth and deep.complete
