@@ -65,6 +65,9 @@ def main() -> int:
     parser.add_argument("--hidden-brute", action="store_true", help="also a hidden document")
     parser.add_argument("--profile", action="store_true", help="cProfile the timed loop")
     parser.add_argument(
+        "--weighting", default="threshold", help="reverse query weighting (the product: threshold)"
+    )
+    parser.add_argument(
         "--generate-from", type=int, default=0, help="generate candidates from the first N (0: all)"
     )
     args = parser.parse_args()
@@ -134,7 +137,9 @@ def main() -> int:
         """What the worker does (review.exposure): reverse search 200 deep, deepened while
         its tail still exposes (core.exposing_queries.expose_deepening)."""
         ranker = rankers[d]
-        query = exposing_queries.document_query(postings, ranker.row, view)
+        query = exposing_queries.document_query(
+            postings, ranker.row, view, weighting=args.weighting, k=args.k
+        )
         held = int(postings.counts.indptr[ranker.row + 1] - postings.counts.indptr[ranker.row])
 
         def search(depth):

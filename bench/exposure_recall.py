@@ -130,7 +130,9 @@ def run(name, documents, topic_texts, args, rng):
     for row in sample:
         docid = postings.docids[row]
         ranker = exposing_queries.ExposureRanker(view, postings, docid, k=args.k)
-        weights = exposing_queries.document_query(postings, row, view)
+        weights = exposing_queries.document_query(
+            postings, row, view, weighting="threshold", k=args.k
+        )
         held = int(postings.counts.indptr[row + 1] - postings.counts.indptr[row])
         search = search_of(weights)
         t0 = time.perf_counter()

@@ -257,7 +257,11 @@ def _compute(row: Exposure) -> dict:
         )
     except KeyError as exc:
         raise ExposureError("the document is newer than the index; rebuild the index") from exc
-    weights = exposing_queries.document_query(view.postings, ranker.row, view.index)
+    # Terms weighted by how the document's score compares with the k-th best for each:
+    # recall in the first 20 at 40,000 messages 0.994 against 0.892 (bench/exposure.py).
+    weights = exposing_queries.document_query(
+        view.postings, ranker.row, view.index, weighting="threshold", k=publication.review_k
+    )
     counts = view.postings.counts
     held = int(counts.indptr[ranker.row + 1] - counts.indptr[ranker.row])
     newer = _log_queries(collection, after=cset.log_until)

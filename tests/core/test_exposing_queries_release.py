@@ -245,3 +245,19 @@ def test_a_small_candidate_set_is_verified_whole_and_its_count_is_exact():
         ranker, candidates, nothing, whole_document=False, verify_all_below=len(candidates) + 1
     )
     assert {e.qid: e.rank for e in deep.found} == truth and deep.complete
+
+
+def test_term_thresholds_are_the_kth_best_score_of_each_term_alone():
+    docs, postings, hidden, view, words, rng = _collection(8)
+    kth = exposing_queries.term_thresholds(view, 5)
+    for term, col in list(view.vocabulary.items())[:40]:
+        hits = view.search([term], 10_000)
+        expected = sorted((np.float32(h.score) for h in hits), reverse=True)
+        if len(expected) < 5:
+            assert kth[col] == 0
+        else:  # the search rounds ties for display: compare within that rounding
+            assert abs(kth[col] - expected[4]) < 2e-4, term
+    weights = exposing_queries.document_query(
+        postings, postings.rows([sorted(hidden)[0]])[0], view, weighting="threshold", k=5
+    )
+    assert weights and all(0 < w <= 4 for w in weights.values())
