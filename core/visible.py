@@ -198,6 +198,26 @@ class PostingsBuilder:
         return Postings(self.docids, terms, counts, np.frombuffer(self.lengths, dtype=np.int64))
 
 
+def bm25_idf(n: int, df) -> np.ndarray:
+    """Lucene's BM25 idf of document frequencies ``df`` among ``n`` documents, single
+    precision: ln(1 + (n - df + 0.5) / (df + 0.5)), computed in double and then rounded."""
+    df = np.asarray(df, dtype=np.float64)
+    return np.log(1 + (n - df + 0.5) / (df + 0.5)).astype(np.float32)
+
+
+def average_length(total: int, n: int) -> np.float32:
+    """Lucene: avgdl = (float) (sumTotalTermFreq / (double) docCount), 1 for an empty field."""
+    return np.float32(total / n) if n and total else np.float32(1)
+
+
+def norm_cache(avgdl: np.float32) -> np.ndarray:
+    """1 / (k1 (1 - b + b |d| / avgdl)) for each of the 256 one-byte length norms, as
+    Lucene's BM25Similarity caches it, single precision."""
+    return np.float32(1) / (K1 * ((np.float32(1) - B) + B * LENGTH_TABLE / avgdl)).astype(
+        np.float32
+    )
+
+
 @dataclass(frozen=True)
 class Hit:
     docid: str
@@ -219,26 +239,22 @@ class VisibleIndex:
         self.order = np.argsort(np.array(self.docids, dtype=object), kind="stable")
         self.rank_of = np.empty(len(rows), dtype=np.int64)  # docid order, for ties
         self.rank_of[self.order] = np.arange(len(rows))
+        self.rows = rows  # the postings rows of the visible documents, ascending
         self.n = len(rows)
         self.df = df[present].astype(np.int64)
         lengths = postings.lengths[rows]
-        total = int(lengths.sum())
-        # Lucene: avgdl = (float) (sumTotalTermFreq / (double) docCount), 1 for an empty field.
-        self.avgdl = np.float32(total / self.n) if self.n and total else np.float32(1)
-        norms = np.array([encode_length(int(n)) for n in lengths], dtype=np.uint8)
-        cache = np.float32(1) / (K1 * ((np.float32(1) - B) + B * LENGTH_TABLE / self.avgdl)).astype(
-            np.float32
-        )
-        self.norm_cache = cache
-        self.norm_inverse = cache[norms].astype(np.float32)  # per visible document
+        self.total = int(lengths.sum())
+        self.avgdl = average_length(self.total, self.n)
+        self.norms = np.array([encode_length(int(n)) for n in lengths], dtype=np.uint8)
+        self.norm_cache = norm_cache(self.avgdl)
+        self.norm_inverse = self.norm_cache[self.norms].astype(np.float32)  # per visible document
 
     def __len__(self) -> int:
         return self.n
 
     def idf(self, df) -> np.ndarray:
         """Lucene's BM25 idf over the visible documents, single precision."""
-        df = np.asarray(df, dtype=np.float64)
-        return np.log(1 + (self.n - df + 0.5) / (df + 0.5)).astype(np.float32)
+        return bm25_idf(self.n, df)
 
     def search(self, terms: list[str], k: int) -> list[Hit]:
         """The top ``k`` visible documents for analysed query ``terms``, best first."""

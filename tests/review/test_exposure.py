@@ -204,7 +204,7 @@ def test_the_card_sums_up_and_shows_the_first_ten_with_the_rest_behind_show_all(
     html = login(users["archivist"]).get(reverse("review-exposure", args=[persona.pk, doc.pk]))
     html = html.content.decode()
     first = sum(1 for q in row.queries if q["rank"] == 0)
-    least = "at least " if row.summary["all_retrieved_expose"] else ""  # reverse search's depth
+    least = "" if row.summary["complete"] else "at least "  # a lower bound unless complete
     k = row.summary["k"]
     assert f"Exposed at #1 by {first} queries, in the first {k} by {least}{n};" in html
     assert "0 were searched by users" in html
@@ -217,7 +217,7 @@ def test_the_card_sums_up_and_shows_the_first_ten_with_the_rest_behind_show_all(
     assert '<th scope="col">Rank</th>' in top  # a visible document: its rank now
 
 
-def test_the_overview_counts_sources_says_at_least_when_capped_and_reads_older_rows():
+def test_the_overview_counts_sources_says_at_least_unless_complete_and_reads_older_rows():
     q = lambda text, rank, source, **kw: {"text": text, "rank": rank, "source": source, **kw}  # noqa: E731
     row = Exposure(
         queries=[
@@ -229,7 +229,7 @@ def test_the_overview_counts_sources_says_at_least_when_capped_and_reads_older_r
         summary={
             "exposing": 15,
             "retrieved": 14,
-            "all_retrieved_expose": True,
+            "complete": False,
             "logged_since": 2,
             "by_source": {"topic": 1, "log": 1, "generated": 20},
         },
@@ -240,7 +240,10 @@ def test_the_overview_counts_sources_says_at_least_when_capped_and_reads_older_r
     assert len(o["top"]) == exposure.SHOWN and len(o["rest"]) == 15 - exposure.SHOWN
     older = Exposure(queries=[q("a b", 0, "log"), q("c", 2, "generated")], summary={"exposing": 2})
     o = exposure.exposure_overview(older)  # computed before badges: read by source
-    assert [x["badge"] for x in o["top"]] == ["searched", "generated"] and not o["at_least"]
+    # and before the deepening search: its count may have missed some
+    assert [x["badge"] for x in o["top"]] == ["searched", "generated"] and o["at_least"]
+    whole = Exposure(queries=[q("a b", 0, "log")], summary={"exposing": 1, "complete": True})
+    assert not exposure.exposure_overview(whole)["at_least"]
 
 
 def test_search_counts_are_kept_up_to_date_and_equal_a_full_count(published, login, users):
