@@ -168,6 +168,19 @@ def plan_seeded_and_judged(project, topic, truth, annotator, *, budget: int, jud
     return plan
 
 
+def judge_until_budget_spent(project, plan, annotator, truth, *, rounds: int = 400):
+    """Judge the plan's tasks (stepping it whenever nothing is queued) until its check sample
+    is judged and the review has spent the budget, then step once more; return its state."""
+    for _ in range(rounds):
+        state = learning_state.plan_state(plan)
+        if not state.check_queued and state.reviewed >= plan.budget:
+            break
+        if judge_next(project, annotator, truth) is None:
+            learning_step.learning_step(plan_id=plan.pk)
+    learning_step.learning_step(plan_id=plan.pk)
+    return learning_state.plan_state(plan)
+
+
 @pytest.fixture
 def plan_setup(worker_env, tmp_path, make_user, client):
     annotator = make_user("al-worker-annotator", roles.ANNOTATOR)

@@ -9,11 +9,14 @@ import pytest
 from django.urls import reverse
 
 from annotate import roles
-from ranking import learning_state, learning_step
 from ranking.models import CheckSample
 from review import selectors
 from tests.browserkit import login, needs_chromium, wait_for, watch
-from tests.learningkit import judge_next, learning_project, plan_seeded_and_judged
+from tests.learningkit import (
+    judge_until_budget_spent,
+    learning_project,
+    plan_seeded_and_judged,
+)
 from tests.reviewkit import review_requests_pending
 
 pytestmark = [
@@ -110,14 +113,7 @@ def test_lead_sees_review_check_sample_and_budget_apart_and_is_warned_first(
     page.wait_for_load_state("networkidle")
     assert len(CheckSample.objects.get(plan=plan).documents) == 20
 
-    for _ in range(300):
-        state = learning_state.plan_state(plan)
-        if not state.check_queued and state.reviewed >= plan.budget:
-            break
-        if judge_next(project, annotator, truth) is None:
-            learning_step.learning_step(plan_id=plan.pk)
-    learning_step.learning_step(plan_id=plan.pk)
-    state = learning_state.plan_state(plan)
+    state = judge_until_budget_spent(project, plan, annotator, truth, rounds=300)
     assert (state.reviewed, state.check_judged) == (30, 20)
 
     page.goto(url + reverse("learning", args=[project.slug]))

@@ -9,7 +9,12 @@ from annotate import roles
 from annotate.models import Document, Task
 from ranking import check_samples, learning_plans, learning_state, learning_step, selectors
 from ranking.models import CheckSample
-from tests.learningkit import judge_next, learning_project, plan_seeded_and_judged
+from tests.learningkit import (
+    judge_next,
+    judge_until_budget_spent,
+    learning_project,
+    plan_seeded_and_judged,
+)
 
 pytestmark = [pytest.mark.lucene]
 
@@ -129,14 +134,7 @@ def test_the_learning_page_counts_the_review_and_the_check_sample_apart(
 ):
     project, plan, annotator, truth = plan_world  # budget 40
     check_samples.check_sample_draw(plan=plan, size=60, beyond_budget=True)
-    for _ in range(400):
-        state = learning_state.plan_state(plan)
-        if not state.check_queued and state.reviewed >= plan.budget:
-            break
-        if judge_next(project, annotator, truth) is None:
-            learning_step.learning_step(plan_id=plan.pk)
-    learning_step.learning_step(plan_id=plan.pk)
-    state = learning_state.plan_state(plan)
+    state = judge_until_budget_spent(project, plan, annotator, truth, rounds=400)
     assert state.check_judged == 60 and state.reviewed == 40
     assert len(state.labels) == 100  # the old page said "100 of 40 judged"
     client.force_login(make_user("counts-lead", roles.LEAD))
