@@ -140,14 +140,17 @@ def main() -> int:
         query = exposing_queries.document_query(
             postings, ranker.row, view, weighting=args.weighting, k=args.k
         )
-        held = int(postings.counts.indptr[ranker.row + 1] - postings.counts.indptr[ranker.row])
 
         def search(depth):
             hits = lucene.reverse_search(folder / "candidates", query, k=depth)
             return [(int(h.docid), h.score) for h in hits]
 
         deepened[d] = exposing_queries.expose_deepening(
-            ranker, candidates, search, whole_document=len(query) == held, depth=args.depth
+            ranker,
+            candidates,
+            search,
+            whole_document=exposing_queries.whole_document(postings, ranker.row, query),
+            depth=args.depth,
         )
         return deepened[d].found
 

@@ -133,14 +133,13 @@ def run(name, documents, topic_texts, args, rng):
         weights = exposing_queries.document_query(
             postings, row, view, weighting="threshold", k=args.k
         )
-        held = int(postings.counts.indptr[row + 1] - postings.counts.indptr[row])
         search = search_of(weights)
         t0 = time.perf_counter()
         deep = exposing_queries.expose_deepening(
             ranker,
             candidates,
             search,
-            whole_document=len(weights) == held,
+            whole_document=exposing_queries.whole_document(postings, row, weights),
             verify_all_below=args.verify_all_below,
         )
         fast_s = time.perf_counter() - t0

@@ -225,6 +225,13 @@ def document_query(
     return {terms[i]: float(weights[i]) for i in keep.tolist()}
 
 
+def whole_document(postings: Postings, row: int, weights: dict[str, float]) -> bool:
+    """Whether the reverse query ``weights`` (``document_query``, which keeps at most
+    ``max_terms``) holds every term of the document at ``row``: the condition under which
+    a reverse search that ran out of candidates has seen every query that can expose it."""
+    return len(weights) == int(postings.counts.indptr[row + 1] - postings.counts.indptr[row])
+
+
 def term_thresholds(view: VisibleIndex, k: int) -> np.ndarray:
     """Per term of the view, the ``k``-th best BM25 score among the visible documents for
     that term alone (0 when fewer than ``k`` hold it); computed once per view and k."""

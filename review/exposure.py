@@ -262,8 +262,6 @@ def _compute(row: Exposure) -> dict:
     weights = exposing_queries.document_query(
         view.postings, ranker.row, view.index, weighting="threshold", k=publication.review_k
     )
-    counts = view.postings.counts
-    held = int(counts.indptr[ranker.row + 1] - counts.indptr[ranker.row])
     newer = _log_queries(collection, after=cset.log_until)
     base = len(cset.candidates)
     extra = [
@@ -280,7 +278,7 @@ def _compute(row: Exposure) -> dict:
         ranker,
         cset.candidates,
         search,
-        whole_document=len(weights) == held,
+        whole_document=exposing_queries.whole_document(view.postings, ranker.row, weights),
         extra=extra,
         depth=REVERSE_DEPTH,
         max_depth=MAX_REVERSE_DEPTH,
