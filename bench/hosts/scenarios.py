@@ -255,50 +255,49 @@ def _judge_loop(
             continue
         task = r.json()["task"]
         key = uuid.uuid4().hex
-        for _attempt in range(20):  # the same key until the server answers: a retry is safe
-            try:
-                s = session.post(
-                    f"/api/tasks/{task}/judgment/",
-                    json=body,
-                    headers={"Idempotency-Key": key},
-                    timeout=30,
-                )
-            except requests.RequestException:
-                counts["transport"] += 1
-                time.sleep(0.2)
-                continue
-            counts[s.status_code] = counts.get(s.status_code, 0) + 1
-            if s.status_code in (200, 201):
-                with lock:
-                    acked.append((task, session.user_id, s.json()["id"]))
-                break
-            if s.status_code < 500:
-                break
+        # the same key until the server answers: a retry is safe
+        s = _post_until_answered(
+            session,
+            f"/api/tasks/{task}/judgment/",
+            counts,
+            json=body,
+            headers={"Idempotency-Key": key},
+        )
+        if s is not None and s.status_code in (200, 201):
+            with lock:
+                acked.append((task, session.user_id, s.json()["id"]))
+
+
+def _post_until_answered(session: Session, path: str, counts: dict, **kwargs):
+    """POST ``path`` until the server answers below 500: a lost connection or a 5xx (the
+    killed host, through nginx) is counted in ``counts`` and sent again 0.2 s later, 20 times
+    at most. The answer below 500, or None."""
+    for _attempt in range(20):
+        try:
+            r = session.post(path, timeout=30, **kwargs)
+        except requests.RequestException:
+            counts["transport"] += 1
             time.sleep(0.2)
+            continue
+        counts[r.status_code] = counts.get(r.status_code, 0) + 1
+        if r.status_code < 500:
+            return r
+        time.sleep(0.2)
+    return None
 
 
 def _decide_loop(session: Session, world: World, docs: list, acked: list, lock, counts) -> None:
     for doc in docs:
-        for _attempt in range(20):
-            try:
-                r = session.post(
-                    f"/review/{world.persona.pk}/{doc.pk}/decide/",
-                    {"kind": "withhold", "note": f"storm {doc.pk}"},
-                    allow_redirects=False,
-                    timeout=30,
-                )
-            except requests.RequestException:
-                counts["transport"] += 1
-                time.sleep(0.2)
-                continue
-            counts[r.status_code] = counts.get(r.status_code, 0) + 1
-            if r.status_code == 302:
-                with lock:
-                    acked.append(doc.pk)
-                break
-            if r.status_code < 500:
-                break
-            time.sleep(0.2)
+        r = _post_until_answered(
+            session,
+            f"/review/{world.persona.pk}/{doc.pk}/decide/",
+            counts,
+            data={"kind": "withhold", "note": f"storm {doc.pk}"},
+            allow_redirects=False,
+        )
+        if r is not None and r.status_code == 302:
+            with lock:
+                acked.append(doc.pk)
 
 
 def kill_storm(cluster: Cluster, world: World) -> Result:
