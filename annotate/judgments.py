@@ -401,7 +401,7 @@ def judgment_submit(
             row = cursor.fetchone()
             if row is None:
                 raise TaskNotFound("No such task among yours.")
-            status, expires_at, round_id, source, project_id, topic_id = row
+            status, expires_at, round_id, source, project_id, topic_id, persona_id = row
             # Looked up after taking the lock, in a statement of its own (so with a fresh
             # snapshot): a concurrent duplicate sees the first one's commit.
             cursor.execute(_SUBMIT_REPLAY_SQL, params)
@@ -429,11 +429,12 @@ def judgment_submit(
                     "Your claim on this task expired and it went back to the pool; "
                     "your answers were not saved. Take the next task to continue."
                 )
-            params["round"] = round_id
+            params.update(round=round_id, topic=topic_id, persona=persona_id)
             cursor.execute(_SUBMIT_INSERT_SQL, params)
             (judgment_id,) = cursor.fetchone()
             cursor.execute(_SUBMIT_LEASE_SQL, params)
             cursor.execute(_SUBMIT_COUNT_SQL, params)
+            cursor.execute(_SUBMIT_PROGRESS_SQL, params)
             if source in (Task.Source.ACTIVE, Task.Source.SEED):
                 hooks.learning_task_judged(project_id=project_id, topic_id=topic_id)
     except IntegrityError:
@@ -476,7 +477,8 @@ def _db_datetime(value) -> datetime:
 # the judging page, and the ORM spent longer composing these statements than the database
 # spent running them.
 _SUBMIT_LOCK_SQL = """
-    SELECT a.status, a.expires_at, t.round_id, t.source, t.project_id, t.topic_id
+    SELECT a.status, a.expires_at, t.round_id, t.source, t.project_id, t.topic_id,
+           t.persona_id
       FROM annotate_assignment a JOIN annotate_task t ON t.id = a.task_id
      WHERE a.task_id = %(task)s AND a.annotator_id = %(user)s
      {lock}
@@ -500,6 +502,13 @@ _SUBMIT_LEASE_SQL = """
      WHERE task_id = %(task)s AND annotator_id = %(user)s
 """
 _SUBMIT_COUNT_SQL = "UPDATE annotate_task SET judged = judged + 1 WHERE id = %(task)s"
+# The annotator's own counter of the batch (models.JudgedCount): no other annotator writes it.
+_SUBMIT_PROGRESS_SQL = """
+    INSERT INTO annotate_judgedcount (round_id, topic_id, persona_id, annotator_id, judged)
+    VALUES (%(round)s, %(topic)s, %(persona)s, %(user)s, 1)
+    ON CONFLICT (round_id, topic_id, persona_id, annotator_id)
+    DO UPDATE SET judged = annotate_judgedcount.judged + 1
+"""
 
 
 def judgment_submit_and_claim(

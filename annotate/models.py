@@ -398,6 +398,58 @@ class Task(models.Model):
         return f"task {self.pk}: topic {self.topic_id} doc {self.document_id}"
 
 
+class BatchCount(models.Model):
+    """Tasks and judgments needed of one (round, topic, persona) batch.
+
+    Kept by ``projects.project_tasks_add`` in the transaction that adds the tasks (its row
+    lock also orders concurrent adds to the batch), so the judging page's progress reads one
+    row instead of summing the batch's tasks on every save (issue 36).
+    """
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="batch_counts")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="+")
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="+")
+    tasks = models.PositiveIntegerField(default=0)
+    required = models.PositiveIntegerField(default=0, help_text="Judgments the tasks need")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["round", "topic", "persona"], name="batch_count_unique"
+            ),
+        ]
+
+    def __str__(self):
+        return f"round {self.round_id} topic {self.topic_id}: {self.tasks} tasks"
+
+
+class JudgedCount(models.Model):
+    """Judgments one annotator stored in one (round, topic, persona) batch.
+
+    Kept by ``judgments.judgment_submit`` in the judgment's transaction. One row per
+    annotator and batch, so annotators judging the same batch never wait on each other's
+    counter; a batch's progress sums at most one row per annotator.
+    """
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="judged_counts")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="+")
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    judged = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["round", "topic", "persona", "annotator"], name="judged_count_unique"
+            ),
+        ]
+
+    def __str__(self):
+        return f"round {self.round_id} topic {self.topic_id}: {self.judged} by {self.annotator_id}"
+
+
 class Assignment(models.Model):
     """An annotator's claim on a task: a lease that expires, then a submission or a skip."""
 

@@ -3,10 +3,12 @@
 import hashlib
 
 from django.db import transaction
+from django.db.models import F
 
 from annotate import hooks, roles
 from annotate.models import (
     AnnotationProject,
+    BatchCount,
     Collection,
     Document,
     Persona,
@@ -45,16 +47,25 @@ def project_tasks_add(
     documents: list[Document],
     source: str = Task.Source.EXPLICIT,
 ) -> int:
-    """Append documents to a (topic, persona) batch of a round; return how many were new."""
+    """Append documents to a (topic, persona) batch of a round; return how many were new.
+
+    The batch's counter row is locked first: concurrent adds to one batch take turns, so
+    positions and the counter stay exact, and only the documents being added are looked up
+    (what it reads does not grow with the batch).
+    """
     if topic.collection_id != project.collection_id:
         raise ValueError(f"topic {topic.number} is not in the project's collection")
     with transaction.atomic():
-        existing = set(
-            Task.objects.filter(round=round_, topic=topic, persona=persona).values_list(
-                "document_id", flat=True
-            )
+        BatchCount.objects.get_or_create(round=round_, topic=topic, persona=persona)
+        count = BatchCount.objects.select_for_update().get(
+            round=round_, topic=topic, persona=persona
         )
-        start = Task.objects.filter(round=round_, topic=topic, persona=persona).count()
+        wanted = {d.pk: d for d in documents}
+        existing = set(
+            Task.objects.filter(
+                round=round_, topic=topic, persona=persona, document_id__in=list(wanted)
+            ).values_list("document_id", flat=True)
+        )
         new = [
             Task(
                 project=project,
@@ -63,12 +74,16 @@ def project_tasks_add(
                 persona=persona,
                 document=doc,
                 required=_required_for(project, round_, doc),
-                position=start + i,
+                position=count.tasks + i,
                 source=source,
             )
-            for i, doc in enumerate(d for d in documents if d.pk not in existing)
+            for i, doc in enumerate(d for d in wanted.values() if d.pk not in existing)
         ]
-        Task.objects.bulk_create(new, ignore_conflicts=True)
+        Task.objects.bulk_create(new, batch_size=2000)
+        if new:
+            BatchCount.objects.filter(pk=count.pk).update(
+                tasks=F("tasks") + len(new), required=F("required") + sum(t.required for t in new)
+            )
     return len(new)
 
 

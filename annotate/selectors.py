@@ -173,20 +173,29 @@ def assignment_for_user(*, user, task_id: int) -> Assignment | None:
     )
 
 
+# From the counters (models.BatchCount, models.JudgedCount): a batch has one row and at most
+# one judged row per annotator, so what this reads does not grow with the tasks (issue 36).
 _PROGRESS_SQL = """
-    SELECT 0, SUM(t.judged), SUM(t.required), COUNT(*) FROM annotate_task t
-     WHERE t.project_id = %(project)s
-       AND t.round_id IN (SELECT r.id FROM annotate_round r
-                           WHERE r.project_id = %(project)s AND r.is_open)
+    SELECT 0,
+           (SELECT SUM(j.judged) FROM annotate_judgedcount j
+              JOIN annotate_round r ON r.id = j.round_id
+             WHERE r.project_id = %(project)s AND r.is_open),
+           SUM(b.required), SUM(b.tasks)
+      FROM annotate_batchcount b JOIN annotate_round r ON r.id = b.round_id
+     WHERE r.project_id = %(project)s AND r.is_open
     UNION ALL
-    SELECT 1, COUNT(*), 0, 0 FROM annotate_judgment j JOIN annotate_task t ON t.id = j.task_id
-     WHERE j.annotator_id = %(user)s AND t.project_id = %(project)s
+    SELECT 1, SUM(j.judged), 0, 0
+      FROM annotate_judgedcount j JOIN annotate_round r ON r.id = j.round_id
+     WHERE j.annotator_id = %(user)s AND r.project_id = %(project)s
     UNION ALL
-    SELECT 2 + s.id, SUM(t.judged), SUM(t.required), COUNT(*)
-      FROM annotate_task s JOIN annotate_task t
-        ON t.round_id = s.round_id AND t.topic_id = s.topic_id AND t.persona_id = s.persona_id
+    SELECT 2 + s.id,
+           (SELECT SUM(j.judged) FROM annotate_judgedcount j
+             WHERE j.round_id = s.round_id AND j.topic_id = s.topic_id
+               AND j.persona_id = s.persona_id),
+           b.required, b.tasks
+      FROM annotate_task s JOIN annotate_batchcount b
+        ON b.round_id = s.round_id AND b.topic_id = s.topic_id AND b.persona_id = s.persona_id
      WHERE s.id IN ({tasks}) AND s.project_id = %(project)s
-     GROUP BY s.id
 """
 
 
@@ -194,7 +203,8 @@ def judging_progress_many(*, user, project: AnnotationProject, task_ids) -> list
     """Return progress for several tasks' batches at once, in one SQL statement.
 
     For each task id (or None): done/needed judgments of the task's (round, topic, persona)
-    batch, of the project's open rounds, and the user's own count (G3: counted from
+    batch, of the project's open rounds, and the user's own count (G3: the counters are
+    written in the transaction that stores the judgment or adds the tasks, so they count
     committed rows). The judging page asks this on every save, hence plain SQL: the ORM
     spent more time composing the three queries than the database running them.
     """

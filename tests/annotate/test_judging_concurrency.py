@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotate import judgments
-from annotate.models import Assignment, Document, Judgment, Task
+from annotate.models import Assignment, Document, JudgedCount, Judgment, Task
 from tests.stormkit import BODY, PAGE_FORM, run_threads
 
 pytestmark = pytest.mark.needs_postgres("row-lock concurrency")
@@ -68,6 +68,12 @@ def test_t1_claim_storm_never_over_assigns_and_every_task_reaches_its_overlap(st
     pairs = Counter(Judgment.objects.values_list("task_id", "annotator_id"))
     assert max(pairs.values()) == 1, "no duplicate (task, annotator)"
     assert set(Task.objects.values_list("claimed", flat=True)) == {2}
+    # The progress counters (one row per annotator and batch) saw every judgment once.
+    per_annotator = Counter(Judgment.objects.values_list("annotator_id", flat=True))
+    counted = Counter()
+    for annotator_id, judged in JudgedCount.objects.values_list("annotator_id", "judged"):
+        counted[annotator_id] += judged
+    assert counted == per_annotator
     assert sum(abandon.values()) >= 2, "the scenario must include abandoned claims"
 
 
