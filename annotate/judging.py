@@ -199,23 +199,26 @@ def submit(request, slug, task_id):
     if not fetch:
         messages.success(request, "Saved.")
         return redirect(judge_url)
-    following = _load(request, following)
-    # One progress query for both the task the page shows now (the first it holds) and the
-    # one it will show next.
-    shown_progress, next_progress = selectors.judging_progress_many(
-        user=request.user,
-        project=project,
-        task_ids=[held[0] if held else None, following.task_id if following else None],
-    )
-    response = (
-        render(
-            request,
-            "annotate/_task.html",
-            _task_context(request, project, following, next_progress),
+    # The judgment is committed; what the answer shows is read in one transaction, after it
+    # (no lock is held while rendering).
+    with selectors.reads_together():
+        following = _load(request, following)
+        # One progress query for both the task the page shows now (the first it holds) and
+        # the one it will show next.
+        shown_progress, next_progress = selectors.judging_progress_many(
+            user=request.user,
+            project=project,
+            task_ids=[held[0] if held else None, following.task_id if following else None],
         )
-        if following
-        else HttpResponse("")
-    )
+        response = (
+            render(
+                request,
+                "annotate/_task.html",
+                _task_context(request, project, following, next_progress),
+            )
+            if following
+            else HttpResponse("")
+        )
     response["X-Judgment"] = json.dumps(
         {"id": judgment.pk, "task": task_id, "version": judgment.version, "replayed": not created}
     )
