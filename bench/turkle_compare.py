@@ -24,8 +24,8 @@ then the integrity check: no task assigned twice, no acknowledged submit missing
 
 --turkle-dir is a Turkle checkout (its turkle_site settings are used, overridden by a
 settings module this script writes to a temporary folder); --turkle-python a Python with
-Turkle's requirements, gunicorn and psycopg. Databases are named turkle_cmp_*; all are
-dropped at the end unless --keep-templates.
+Turkle's requirements, gunicorn and psycopg. Databases are named turkle_cmp_<token>_*; all
+are dropped at the end unless --keep-templates.
 """
 
 import argparse
@@ -46,7 +46,10 @@ import judging_load  # noqa: E402
 
 ROOT = judging_load.ROOT
 ADMIN_URL = judging_load.ADMIN_URL
-PREFIX = "turkle_cmp"
+# Every name this run makes (databases, locust's CSV files) carries its own token: two runs at
+# once (another session's copy, say) must not drop each other's templates or overwrite each
+# other's statistics.
+PREFIX = f"turkle_cmp_{uuid.uuid4().hex[:6]}"
 LOGIN_SECONDS = 30  # 40 logins hash 40 passwords: done before the warm-up starts
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -319,7 +322,7 @@ def run(system, template: str, n_tasks: int, warmup: int, seconds: int) -> dict:
         wait_listening(port, web)
         start_at = time.time() + LOGIN_SECONDS
         env["SASC_START_AT"] = str(start_at)
-        prefix = Path(f"/tmp/{PREFIX}-{system.name}-{n_tasks}")
+        prefix = Path(tempfile.gettempdir()) / database
         load = judging_load.locust_start(
             system.locustfile, port, LOGIN_SECONDS + warmup + seconds + 5, prefix, env
         )
@@ -425,11 +428,10 @@ def main() -> None:
     sizes = [args.tasks] + ([args.small_tasks] if args.small_tasks else [])
     templates: dict[tuple[str, int], str] = {}
     results = []
+    bodies = Path(tempfile.gettempdir()) / f"{PREFIX}-bodies.json"
     try:
         # sasc first: its set-up writes the messages; Turkle's tasks get the same texts in the
         # same order (sasc repeats the bodies of the test sample, cut to 2,000 characters).
-        bodies = Path(tempfile.gettempdir()) / f"{PREFIX}-bodies.json"
-        bodies.unlink(missing_ok=True)
         for n in sizes:
             for system in (systems[1], systems[0]):
                 template = f"{PREFIX}_{system.name.lower()}_{n}"
@@ -484,6 +486,7 @@ def main() -> None:
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))
     finally:
+        bodies.unlink(missing_ok=True)
         if not args.keep_templates:
             for template in templates.values():
                 judging_load.psql(f"DROP DATABASE IF EXISTS {template} WITH (FORCE)")
