@@ -129,6 +129,83 @@ def server_times(access_log: Path, mode: str) -> list[float]:
     return times
 
 
+def serve(
+    app: list[str],
+    port: int,
+    *,
+    cwd: Path,
+    env: dict,
+    access_log: Path | None = None,
+    config: str | None = None,
+    workers: int | None = None,
+    threads: int | None = None,
+) -> subprocess.Popen:
+    """Start gunicorn (``app`` = its executable and WSGI module) in sasc's deployment shape:
+    gthread, WORKERS x THREADS, idle keep-alive 75 s (config/gunicorn.py's, repeated on the
+    command line so that another application served this way, Turkle, gets the same)."""
+    argv = [
+        *app,
+        "--worker-class",
+        "gthread",
+        "--workers",
+        str(workers or WORKERS),
+        "--threads",
+        str(threads or THREADS),
+        "--keep-alive",
+        "75",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "warning",
+    ]
+    if config:
+        argv[len(app) : len(app)] = ["-c", config]
+    if access_log is not None:
+        # Server-side time of each request (microseconds), to tell the server's share of
+        # the latency from the load generator's.
+        argv += ["--access-logfile", str(access_log)]
+        argv += ["--access-logformat", "%(t)s %(U)s %(s)s %(D)s"]
+    return subprocess.Popen(argv, cwd=cwd, env=env)
+
+
+def locust_start(
+    locustfile: str, port: int, run_seconds: int, prefix: Path, env: dict
+) -> subprocess.Popen:
+    """Run 40 locust users headless against 127.0.0.1:port; summary CSVs at ``prefix``."""
+    return subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "locust"),
+            "-f",
+            locustfile,
+            "--headless",
+            "-u",
+            "40",
+            "-r",
+            "40",
+            "--run-time",
+            f"{run_seconds}s",
+            "--host",
+            f"http://127.0.0.1:{port}",
+            "--csv",
+            str(prefix),
+            "--only-summary",
+            "--reset-stats",
+            "--loglevel",
+            "ERROR",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def locust_rows(prefix: Path) -> dict[str, dict]:
+    """Locust's summary rows by request name."""
+    with open(f"{prefix}_stats.csv") as fh:
+        return {r["Name"]: r for r in csv.DictReader(fh)}
+
+
 def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) -> None:
     db = f"sasc_bench_{uuid.uuid4().hex[:8]}"
     psql(f"CREATE DATABASE {db}")
@@ -147,61 +224,20 @@ def run_phase(label: str, mode: str, pace: float, seconds: int, n_tasks: int) ->
     web = None
     try:
         setup(db_url, n_tasks)
-        web = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "gunicorn"),
-                "config.wsgi",
-                "-c",
-                "config/gunicorn.py",
-                "--workers",
-                str(WORKERS),
-                "--threads",
-                str(THREADS),
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--log-level",
-                "warning",
-                # Server-side time of each request (microseconds), to tell the server's share
-                # of the latency from the load generator's.
-                "--access-logfile",
-                str(access_log),
-                "--access-logformat",
-                "%(t)s %(U)s %(s)s %(D)s",
-            ],
+        web = serve(
+            [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi"],
+            port,
             cwd=ROOT,
             env=env,
+            access_log=access_log,
+            config="config/gunicorn.py",
         )
         time.sleep(3)
         env["SASC_START_AT"] = str(time.time() + 30)  # logins done before measuring
         prefix = Path(f"/tmp/sasc-bench-{label.split()[0]}")
-        subprocess.run(
-            [
-                str(Path(sys.executable).parent / "locust"),
-                "-f",
-                "bench/locustfile.py",
-                "--headless",
-                "-u",
-                "40",
-                "-r",
-                "40",
-                "--run-time",
-                f"{seconds + 30}s",  # the first 30 s: logins, not measured
-                "--host",
-                f"http://127.0.0.1:{port}",
-                "--csv",
-                str(prefix),
-                "--only-summary",
-                "--reset-stats",
-                "--loglevel",
-                "ERROR",
-            ],
-            cwd=ROOT,
-            env=env,
-            check=False,
-            capture_output=True,
-        )
-        with open(f"{prefix}_stats.csv") as fh:
-            rows = {r["Name"]: r for r in csv.DictReader(fh)}
+        # The first 30 s: logins, not measured.
+        locust_start("bench/locustfile.py", port, seconds + 30, prefix, env).wait()
+        rows = locust_rows(prefix)
         name = "baseline GET /health/" if mode == "health" else "submit + next task"
         r = rows[name]
         n, fails = int(r["Request Count"]), int(r["Failure Count"])
