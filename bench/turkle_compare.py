@@ -241,16 +241,19 @@ class Turkle:
 
 
 class Sasc:
-    name = "sasc"
+    """sasc served from ``root`` (this checkout, or another one to compare builds)."""
+
     locustfile = "bench/locustfile.py"
     stored_sql = "select count(*) from annotate_judgment"
+
+    def __init__(self, root: Path = ROOT, name: str = "sasc"):
+        self.root, self.name = root, name
 
     @staticmethod
     def setup(database: str, n_tasks: int, bodies: Path) -> None:
         judging_load.setup(db_url(database), n_tasks)
 
-    @staticmethod
-    def start(database: str, n_tasks: int, port: int) -> tuple[subprocess.Popen, dict]:
+    def start(self, database: str, n_tasks: int, port: int) -> tuple[subprocess.Popen, dict]:
         env = {
             **os.environ,
             "DATABASE_URL": db_url(database),
@@ -261,7 +264,7 @@ class Sasc:
         }
         gunicorn = str(Path(sys.executable).parent / "gunicorn")
         web = judging_load.serve(
-            [gunicorn, "config.wsgi"], port, cwd=ROOT, env=env, config="config/gunicorn.py"
+            [gunicorn, "config.wsgi"], port, cwd=self.root, env=env, config="config/gunicorn.py"
         )
         return web, env
 
