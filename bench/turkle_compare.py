@@ -308,6 +308,18 @@ def wait_listening(port: int, web: subprocess.Popen, seconds: float = 60) -> Non
     raise RuntimeError(f"nothing listens on {port}")
 
 
+def stop(process: subprocess.Popen) -> None:
+    """Terminate; kill after 40 s (gunicorn finishes its requests in flight first, and
+    Turkle's accepts took up to 50 s at 20,000 tasks)."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(40)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
 def pg_counters(conn: psycopg.Connection, database: str) -> tuple[int, int]:
     return conn.execute(
         "select tup_returned + tup_fetched, xact_commit from pg_stat_database where datname = %s",
@@ -343,8 +355,7 @@ def run(system, template: str, n_tasks: int, warmup: int, seconds: int) -> dict:
             time.sleep(1.5)  # let the last statistics reach pg_stat_database
             tuples1, commits1 = pg_counters(conn, database)
             rows = judging_load.locust_rows(prefix)
-            web.terminate()
-            web.wait(20)
+            stop(web)
             web = None
             checked = system.check(conn, rows)
         stored = stored1 - stored0
@@ -368,9 +379,8 @@ def run(system, template: str, n_tasks: int, warmup: int, seconds: int) -> dict:
         }
     finally:
         for process in (load, web):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                process.wait(20)
+            if process is not None:
+                stop(process)
         judging_load.psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
