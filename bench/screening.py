@@ -19,6 +19,7 @@ run by its own Python (``--asreview``, default /tmp/asr/bin/python; install it t
 import argparse
 import email
 import email.policy
+import hashlib
 import json
 import statistics
 import subprocess
@@ -50,8 +51,10 @@ MAIL_LISTS = {
     "webdev": "webdev.linux.ie",
 }
 
+ASR = {"ngrams": 2, "numbers": True, "stop_words": False, "min_df": 1}
 # name -> (feature options, screening protocol). C = 30 was sasc's C before the screening
-# measurements (core.active.DEFAULT_C); "autotar-c10" is what the live loop does now.
+# measurements (core.active.DEFAULT_C); "autotar-c10" is what the live loop did before
+# issue 36's second round, "sasc" (lag 1, C = 10) what it does now.
 VARIANTS = {
     # sasc before this work: letters-only unigrams, one document per retrain, no presumed
     "old": ({}, screening.Protocol(growing=False, lookahead=False, presumed=False, c=30.0)),
@@ -66,22 +69,46 @@ VARIANTS = {
         screening.Protocol(growing=False, lookahead=False, c=30.0),
     ),
     "batch1-neardup": ({}, screening.Protocol(growing=False, lookahead=False, neardup=0.8, c=30.0)),
-    "autotar-nowait": ({}, screening.Protocol(lookahead=False, c=30.0)),
-    "autotar": ({}, screening.Protocol(c=30.0)),
-    "autotar-c3": ({}, screening.Protocol(c=3.0)),
-    "autotar-c10": ({}, screening.Protocol(c=10.0)),
-    "autotar-c10-neardup": ({}, screening.Protocol(c=10.0, neardup=0.8)),
-    "autotar-c10-pairs-numbers": ({"ngrams": 2, "numbers": True}, screening.Protocol(c=10.0)),
-    "autotar-c10-balanced": ({}, screening.Protocol(c=10.0, balanced=True)),
-    "autotar-c1-balanced": ({}, screening.Protocol(c=1.0, balanced=True)),
-    "autotar-c100": ({}, screening.Protocol(c=100.0)),
-    "autotar-pairs-c3": ({"ngrams": 2}, screening.Protocol(c=3.0)),
-    "autotar-pairs-c10": ({"ngrams": 2}, screening.Protocol(c=10.0)),
-    "autotar-nopresumed": ({}, screening.Protocol(presumed=False, c=30.0)),
-    "autotar-pairs": ({"ngrams": 2}, screening.Protocol(c=30.0)),
-    "autotar-numbers": ({"numbers": True}, screening.Protocol(c=30.0)),
-    "autotar-neardup": ({}, screening.Protocol(neardup=0.8, c=30.0)),
-    "autotar-pairs-numbers": ({"ngrams": 2, "numbers": True}, screening.Protocol(c=30.0)),
+    "autotar-nowait": ({}, screening.Protocol(lookahead=False, c=30.0, singles=0)),
+    "autotar": ({}, screening.Protocol(c=30.0, singles=0)),
+    "autotar-c3": ({}, screening.Protocol(c=3.0, singles=0)),
+    "autotar-c10": ({}, screening.Protocol(c=10.0, singles=0)),
+    "autotar-c10-neardup": ({}, screening.Protocol(c=10.0, neardup=0.8, singles=0)),
+    "autotar-c10-pairs-numbers": (
+        {"ngrams": 2, "numbers": True},
+        screening.Protocol(c=10.0, singles=0),
+    ),
+    "autotar-c10-balanced": ({}, screening.Protocol(c=10.0, balanced=True, singles=0)),
+    "autotar-c1-balanced": ({}, screening.Protocol(c=1.0, balanced=True, singles=0)),
+    "autotar-c100": ({}, screening.Protocol(c=100.0, singles=0)),
+    "autotar-pairs-c3": ({"ngrams": 2}, screening.Protocol(c=3.0, singles=0)),
+    "autotar-pairs-c10": ({"ngrams": 2}, screening.Protocol(c=10.0, singles=0)),
+    "autotar-nopresumed": ({}, screening.Protocol(presumed=False, c=30.0, singles=0)),
+    "autotar-pairs": ({"ngrams": 2}, screening.Protocol(c=30.0, singles=0)),
+    "autotar-numbers": ({"numbers": True}, screening.Protocol(c=30.0, singles=0)),
+    "autotar-neardup": ({}, screening.Protocol(neardup=0.8, c=30.0, singles=0)),
+    "autotar-pairs-numbers": (
+        {"ngrams": 2, "numbers": True},
+        screening.Protocol(c=30.0, singles=0),
+    ),
+    # Issue 36 item 2, second round: retrain after every judgment with one document queued
+    # ahead (lag 1), or for the first N judgments before AutoTAR's growth; ASReview's own
+    # features (ASR: word pairs, numbers and stop words kept, min_df 1) and classifier.
+    "lag1": ({}, screening.Protocol(growing=False)),
+    # the live default (core.screening.Protocol(), ranking's learning step): lag 1
+    "sasc": ({}, screening.Protocol()),
+    "singles50": ({}, screening.Protocol(singles=50)),
+    "singles100": ({}, screening.Protocol(singles=100)),
+    "singles200": ({}, screening.Protocol(singles=200)),
+    "lag1-asrfeat": (ASR, screening.Protocol(growing=False)),
+    "lag1-svm": ({}, screening.Protocol(growing=False, model="svm")),
+    "lag1-svm-asrfeat": (ASR, screening.Protocol(growing=False, model="svm")),
+    "lag1-ens": ({}, screening.Protocol(growing=False, model="ensemble")),
+    "lag1-ens-asrfeat": (ASR, screening.Protocol(growing=False, model="ensemble")),
+    "lag1-pairs": ({"ngrams": 2}, screening.Protocol(growing=False)),
+    "lag1-neardup": ({}, screening.Protocol(growing=False, neardup=0.8)),
+    "lag1-c3": ({}, screening.Protocol(growing=False, c=3.0)),
+    "lag1-c30": ({}, screening.Protocol(growing=False, c=30.0)),
 }
 
 
@@ -135,9 +162,13 @@ def mail_collection():
     return texts, topics
 
 
-def pick_topics(topics: dict[str, set[int]], count: int) -> list[str]:
-    """``count`` topics with at least 5 relevant, spread evenly in number order."""
+def pick_topics(topics: dict[str, set[int]], count: int, *, tuning: bool = False) -> list[str]:
+    """``count`` topics with at least 5 relevant, spread evenly in number order; with
+    ``tuning``, ``count`` of the others (the topics the reported runs never use)."""
     usable = sorted((t for t, r in topics.items() if len(r) >= 5), key=_number_key)
+    if tuning:
+        reported = set(pick_topics(topics, count))
+        usable = [t for t in usable if t not in reported]
     if len(usable) <= count:
         return usable
     return [usable[round(i * (len(usable) - 1) / (count - 1))] for i in range(count)]
@@ -147,7 +178,14 @@ def _number_key(t: str):
     return (0, int(t), "") if t.isdigit() else (1, 0, t)
 
 
-def run_asreview(python: str, texts, jobs):
+def run_asreview(python: str, texts, jobs, cache: Path | None = None):
+    """ASReview's runs of ``jobs``; with ``cache``, reused from (or written to) that file when
+    the texts and jobs are the same (its model is deterministic for given priors)."""
+    key = hashlib.sha256(json.dumps({"texts": texts, "runs": jobs}).encode()).hexdigest()
+    if cache is not None and cache.exists():
+        stored = json.loads(cache.read_text())
+        if stored.get("key") == key:
+            return stored["runs"], stored["seconds"]
     started = time.perf_counter()
     done = subprocess.run(
         [python, str(ROOT / "bench" / "asreview_driver.py")],
@@ -157,7 +195,10 @@ def run_asreview(python: str, texts, jobs):
         check=True,
         cwd=tempfile.gettempdir(),  # ASReview writes a cache file where it runs
     )
-    return json.loads(done.stdout)["runs"], time.perf_counter() - started
+    runs, seconds = json.loads(done.stdout)["runs"], time.perf_counter() - started
+    if cache is not None:
+        cache.write_text(json.dumps({"key": key, "runs": runs, "seconds": seconds}))
+    return runs, seconds
 
 
 def summarise(order, truth, step_seconds):
@@ -175,16 +216,22 @@ def main():
     parser.add_argument("--data", action="append", choices=["cacm", "cranfield", "mail"])
     parser.add_argument("--topics", type=int, default=10)
     parser.add_argument("--priors", type=int, default=3)
-    parser.add_argument("--variants", default="old,autotar", help="comma list, or all")
+    parser.add_argument("--variants", default="autotar-c10,sasc", help="comma list, or all")
     parser.add_argument("--no-asreview", action="store_true")
     parser.add_argument("--asreview", default="/tmp/asr/bin/python")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--tuning", action="store_true", help="the topics the reported runs leave out"
+    )
+    parser.add_argument(
+        "--asreview-cache", type=Path, help="folder: reuse ASReview's runs of the same jobs"
+    )
     args = parser.parse_args()
     names = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
     results = {}
     for data in args.data or ["cacm"]:
         texts, topics = mail_collection() if data == "mail" else smart_collection(data)
-        chosen = pick_topics(topics, args.topics)
+        chosen = pick_topics(topics, args.topics, tuning=args.tuning)
         runs = []  # (topic, prior seed, truth, priors)
         for t in chosen:
             truth = np.zeros(len(texts), dtype=int)
@@ -199,7 +246,11 @@ def main():
         out = {}
         if not args.no_asreview:
             jobs = [{"labels": tr.tolist(), "priors": p} for _t, _s, tr, p in runs]
-            asr, seconds = run_asreview(args.asreview, texts, jobs)
+            cache = None
+            if args.asreview_cache:
+                args.asreview_cache.mkdir(parents=True, exist_ok=True)
+                cache = args.asreview_cache / f"{data}{'-tuning' if args.tuning else ''}.json"
+            asr, seconds = run_asreview(args.asreview, texts, jobs, cache)
             out["asreview"] = [
                 {"topic": t, "prior": s, **summarise(r["order"], tr, r["step_seconds"])}
                 for (t, s, tr, _p), r in zip(runs, asr, strict=True)

@@ -44,14 +44,15 @@ def build_tfidf(
     max_df: float = 0.95,
     ngrams: int = 1,
     numbers: bool = False,
+    stop_words: bool = True,
 ) -> FeatureMatrix:
     """Fit a TF-IDF model on ``(docid, text)`` pairs and return the row-normalised matrix.
 
     Sublinear tf and English stop words, as usual for relevance classifiers on email
     (Rahman et al. use TF-IDF with logistic regression). ``min_df`` falls back to 1 for tiny
     collections so that every document still gets features. ``ngrams`` 2 adds word pairs;
-    ``numbers`` keeps terms that start with a digit (both measured for screening in
-    docs/active-learning.md).
+    ``numbers`` keeps terms that start with a digit, ``stop_words`` False keeps English stop
+    words (all measured for screening in docs/active-learning.md).
     """
     import scipy.sparse as sp  # loaded lazily: the web process rarely needs them
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -65,7 +66,7 @@ def build_tfidf(
         return FeatureMatrix(sp.csr_matrix((0, 0), dtype=np.float32), [], [])
     vectorizer = TfidfVectorizer(
         sublinear_tf=True,
-        stop_words="english",
+        stop_words="english" if stop_words else None,
         min_df=min_df if len(docids) >= 50 else 1,
         max_df=max_df if len(docids) >= 50 else 1.0,
         dtype=np.float32,

@@ -6,7 +6,10 @@ find x% of the relevant ones?"), not the finite-pool labelling of ``core.simulat
 The protocol is Cormack and Grossman's AutoTAR (2015), the strongest published CAL protocol
 for a person judging in order:
 
-- batches grow: 1 document, then B + ceil(B / 10) each time (``autotar_batches``);
+- batches grow: 1 document, then B + ceil(B / 10) each time (``autotar_batches``); sasc's
+  default keeps them at 1 (``Protocol.singles`` None): a retrain after every judgment, with
+  one document queued ahead (measured in docs/active-learning.md, "Screening beside
+  ASReview": fewer documents to 95% and 100% recall than AutoTAR's growth);
 - every retrain adds a fresh random sample of 100 unjudged documents labelled non-relevant
   ("presumed non-relevant", ``core.active.presumed_nonrelevant``);
 - within a batch the reviewer judges the highest-scored documents first.
@@ -43,21 +46,38 @@ class Protocol:
     neardup: float = 0.0
     # Weight the classes inversely to their counts in training (relevant documents up).
     balanced: bool = False
+    # Documents judged one per retrain (past the priors) before the batches start to grow;
+    # None: one per retrain throughout (sasc's default; 0 is AutoTAR as published).
+    singles: int | None = None
+    # "lr": logistic regression (C = ``c``); "svm": ASReview's ELAS u4 classifier (a linear
+    # SVM, C = 0.11, non-relevant documents weighted down to a 1 : 9.8 ratio, judged
+    # documents only); "ensemble": the mean of the two models' ranks.
+    model: str = "lr"
 
 
-def autotar_batches(first: int = 1) -> Iterator[int]:
-    """Yield AutoTAR's batch sizes: ``first``, then B + ceil(B / 10) each time."""
+def autotar_batches(first: int = 1, singles: int | None = 0) -> Iterator[int]:
+    """Yield AutoTAR's batch sizes: ``first``, then B + ceil(B / 10) each time; with
+    ``singles``, that many batches of 1 before (None: batches of 1 for ever)."""
+    if singles is None:
+        while True:
+            yield 1
+    for _ in range(singles):
+        yield 1
     b = first
     while True:
         yield b
         b += math.ceil(b / 10)
 
 
-def autotar_batch_at(judged: int, first: int = 1) -> int:
-    """Return the size of the AutoTAR batch that the ``judged``-th document (0-based, seeds
-    not counted) belongs to: the live loop's batch after ``judged`` judgments."""
+def autotar_batch_at(judged: int, first: int = 1, singles: int | None = 0) -> int:
+    """Return the size of the batch that the ``judged``-th document (0-based, seeds not
+    counted) belongs to in ``autotar_batches(first, singles)``: the live loop's batch after
+    ``judged`` judgments."""
     if judged < 0:
         raise ValueError(f"judged must be 0 or more, not {judged}")
+    if singles is None or judged < singles:
+        return 1
+    judged -= singles
     done = 0
     for size in autotar_batches(first):
         done += size
@@ -75,7 +95,34 @@ class Run:
     step_seconds: list[float] = field(default_factory=list)
 
 
+def _svm_scores(matrix, judged: list[int], labels: list[int]):
+    """ASReview's ELAS u4 model: LinearSVC (squared hinge, C = 0.11) with its "balanced"
+    sample weights (class 1 weight 1, class 0 n1 / (9.8 n0), scaled to mean 1)."""
+    from sklearn.svm import LinearSVC
+
+    y = np.asarray(labels, dtype=int)
+    n1, n0 = int(y.sum()), int(len(y) - y.sum())
+    if n1 == 0 or n0 == 0:
+        raise active.NotTrainable("one class")
+    w = np.where(y == 1, 1.0, n1 / (9.8 * n0))
+    w *= len(y) / w.sum()
+    fitted = LinearSVC(C=0.11, loss="squared_hinge").fit(matrix[judged], y, sample_weight=w)
+    return np.asarray(matrix @ fitted.coef_.ravel().astype(matrix.dtype)).ravel()
+
+
+def _ranks(scores):
+    """0 for the highest score, 1 for the next... (ties by row)."""
+    out = np.empty(len(scores))
+    out[np.argsort(-np.asarray(scores), kind="stable")] = np.arange(len(scores))
+    return out
+
+
 def _model_scores(matrix, judged: list[int], labels: list[int], protocol: Protocol, seed: int):
+    if protocol.model == "svm":
+        return _svm_scores(matrix, judged, labels)
+    if protocol.model == "ensemble":
+        lr = _model_scores(matrix, judged, labels, Protocol(c=protocol.c), seed)
+        return -(_ranks(lr) + _ranks(_svm_scores(matrix, judged, labels)))
     rows, y = list(judged), list(labels)
     if protocol.presumed:
         extra = active.presumed_nonrelevant(range(matrix.shape[0]), judged, seed=seed)
@@ -103,7 +150,7 @@ def screen(matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int 
     judged[order] = True
     found = int(truth[order].sum())
     run = Run(order)
-    sizes = autotar_batches() if protocol.growing else iter(lambda: 1, None)
+    sizes = autotar_batches(singles=protocol.singles) if protocol.growing else iter(lambda: 1, None)
     queued: list[list[int]] = []  # batches picked and waiting, oldest first
     step = 0
 

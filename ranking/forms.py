@@ -15,8 +15,9 @@ class LearningPlanForm(forms.Form):
     growing = forms.BooleanField(
         required=False,
         initial=True,
-        label="Growing batches (AutoTAR)",
-        help_text="1 document (or the batch size), then +ceil(B/10) after each batch",
+        label="Screening order (CAL, retrained after each document)",
+        help_text="Without a batch size: retrained after every judged document, one queued "
+        "ahead; with one: AutoTAR's growing batches, that size then +ceil(B/10)",
     )
     batch_size = forms.IntegerField(min_value=1, max_value=10_000, required=False)
     batch_percent = forms.IntegerField(

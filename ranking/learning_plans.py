@@ -15,6 +15,9 @@ from annotate.models import AnnotationProject, Document, Judgment, Persona, Roun
 from annotate.projects import round_open
 from ranking.models import LearningPlan, PoolEntry, TopicSeed
 
+# ``learning_plan_create``'s "not given" for arguments whose default depends on others.
+DEFAULT = object()
+
 
 class PlanError(ValueError):
     """A plan that cannot be made as asked; the message says what to change."""
@@ -31,6 +34,7 @@ def learning_plan_create(
     batch_size: int | None = None,
     batch_percent: int | None = None,
     growing: bool | None = None,
+    singles: int | None | object = DEFAULT,
     retrain_every: int | None = None,
     random_seed: int = 0,
     rds_system: str = "bm25.title",
@@ -43,10 +47,12 @@ def learning_plan_create(
 ) -> LearningPlan:
     """Start active learning for one topic of a project; the first step runs in a worker.
 
-    Batches: with neither ``batch_size`` nor ``batch_percent`` the plan follows AutoTAR's
-    growing batches (1 document, then B + ceil(B / 10); docs/active-learning.md measures
-    why); ``growing=True`` with a ``batch_size`` grows from that size; otherwise the batch
-    is fixed (a size, or a percentage of the candidates as in Rahman et al.).
+    Batches: with neither ``batch_size`` nor ``batch_percent`` the plan retrains after every
+    judged document, one document queued ahead (``singles`` None; docs/active-learning.md,
+    "Screening beside ASReview", measures why); ``singles=n`` judges n documents so, then
+    grows AutoTAR's batches (1, then B + ceil(B / 10)); ``growing=True`` with a
+    ``batch_size`` grows from that size (AutoTAR; ``singles`` 0 unless given); otherwise the
+    batch is fixed (a size, or a percentage of the candidates as in Rahman et al.).
     """
     from ranking.pooling import SYSTEMS
 
@@ -65,8 +71,12 @@ def learning_plan_create(
         problems.append("growing batches start from a batch size, not a percentage")
     if growing is None:
         growing = batch_size is None and batch_percent is None
+    if singles is DEFAULT:
+        singles = None if growing and batch_size is None else 0
     if growing and batch_size is None:
         batch_size = 1
+    if singles is not None and singles < 0:
+        problems.append("the documents judged one at a time cannot be fewer than 0")
     if batch_size is not None and batch_size < 1:
         problems.append("the batch size must be at least 1")
     if batch_percent is not None and not 1 <= batch_percent <= 100:
@@ -113,6 +123,7 @@ def learning_plan_create(
             batch_size=batch_size,
             batch_percent=batch_percent,
             growing=growing,
+            singles=singles,
             budget=budget,
             retrain_every=retrain_every,
             random_seed=random_seed,

@@ -128,14 +128,15 @@ def plan_state(plan: LearningPlan) -> PlanState:
 
 
 def batch_size(plan: LearningPlan, candidates: int, state: "PlanState | None" = None) -> int:
-    """Return the plan's current batch: for growing batches the AutoTAR batch after the
+    """Return the plan's current batch: for growing batches the AutoTAR batch (after the
+    plan's ``singles`` batches of 1; None: 1 for ever) after the
     documents ``state`` shows judged past the seeds (the first batch without a state), else
     the fixed size, else the share of the candidates (at least 1)."""
     if plan.growing:
         from core.screening import autotar_batch_at
 
         judged = 0 if state is None else max(0, state.reviewed - len(state.seeded))
-        return autotar_batch_at(judged, plan.batch_size or 1)
+        return autotar_batch_at(judged, plan.batch_size or 1, plan.singles)
     if plan.batch_size:
         return plan.batch_size
     return max(1, math.ceil(plan.batch_percent / 100 * candidates))

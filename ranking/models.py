@@ -147,6 +147,16 @@ class LearningPlan(models.Model):
     growing = models.BooleanField(
         default=False, help_text="Growing batches (AutoTAR): batch size first, then +ceil(B/10)"
     )
+    # Growing batches: how many judged documents (past the seeds) come one at a time, each
+    # retrained after, before the batches grow; None: every one (one document queued
+    # ahead, the annotator never waits). The default of new plans, measured against
+    # AutoTAR's growth and ASReview in docs/active-learning.md; plans made before it: 0.
+    singles = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text="Growing batches: documents judged one at a time first (empty: all)",
+    )
     budget = models.PositiveIntegerField(help_text="Documents judged by people, seeds included")
     retrain_every = models.PositiveIntegerField(
         null=True,

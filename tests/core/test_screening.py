@@ -23,6 +23,15 @@ def test_the_batch_at_a_judgment_count_follows_the_schedule():
         screening.autotar_batch_at(-1)
 
 
+def test_singles_come_one_at_a_time_before_the_batches_grow_and_none_means_for_ever():
+    assert [screening.autotar_batch_at(j, singles=3) for j in range(8)] == [1, 1, 1, 1, 2, 2, 3, 3]
+    assert {screening.autotar_batch_at(j, first=5, singles=None) for j in range(5000)} == {1}
+    sizes = screening.autotar_batches(singles=None)
+    assert [next(sizes) for _ in range(50)] == [1] * 50
+    # sasc's default review retrains after every judged document; AutoTAR is singles=0.
+    assert screening.Protocol().singles is None
+
+
 def _collection(n=400, relevant=20, seed=0):
     """Rows with random background terms; relevant rows also carry a few topic terms."""
     rng = np.random.default_rng(seed)
@@ -43,6 +52,9 @@ def _collection(n=400, relevant=20, seed=0):
     "protocol",
     [
         screening.Protocol(),
+        screening.Protocol(singles=0),
+        screening.Protocol(singles=5, model="svm"),
+        screening.Protocol(growing=False, model="ensemble"),
         screening.Protocol(growing=False, lookahead=False, presumed=False),
         screening.Protocol(growing=False, lookahead=False, neardup=0.9),
     ],
@@ -65,7 +77,7 @@ def test_a_review_finds_every_relevant_document_far_sooner_than_reading_in_order
 def test_the_reviewer_never_waits_so_each_batch_was_picked_before_the_last_one_was_judged():
     matrix, truth = _collection(seed=2)
     priors = screening.priors_for(truth, 0)
-    protocol = screening.Protocol(lookahead=True)
+    protocol = screening.Protocol(lookahead=True, singles=0)
     run = screening.screen(matrix, truth, priors, protocol, seed=0)
 
     def top(known, seed, size, taken):
@@ -80,9 +92,45 @@ def test_the_reviewer_never_waits_so_each_batch_was_picked_before_the_last_one_w
     second = top(priors, 1, 2, set(priors + first))
     third = top(priors + first, 2, 3, set(priors + first + second))
     assert run.order[2:8] == first + second + third
-    fresh = screening.screen(matrix, truth, priors, screening.Protocol(lookahead=False), seed=0)
+    fresh = screening.screen(
+        matrix, truth, priors, screening.Protocol(lookahead=False, singles=0), seed=0
+    )
     assert fresh.order[3:5] == top(priors + first, 1, 2, set(priors + first))
     assert fresh.order[3:5] != second  # so the test tells the two apart
+
+
+def test_by_default_each_document_was_picked_by_the_model_of_all_judgments_but_the_last():
+    # Lag 1: the document judged k-th was queued while the (k-1)-th was judged, by the model
+    # trained on everything before that one; the annotator never waits for a retrain.
+    matrix, truth = _collection(seed=3)
+    priors = screening.priors_for(truth, 0)
+    protocol = screening.Protocol()
+    run = screening.screen(matrix, truth, priors, protocol, seed=0)
+    order = run.order
+    assert len(run.step_seconds) == len(order) - 1  # one model per judged document (+1)
+
+    def top(known, seed, taken):
+        p = screening._model_scores(matrix, known, truth[known].tolist(), protocol, seed)
+        return next(r for r in np.argsort(-p, kind="stable").tolist() if r not in taken)
+
+    # Steps 0 and 1 both see the priors alone (nothing judged yet); step s >= 2 has seen
+    # every document but the one being judged while it runs.
+    assert order[2] == top(priors, 0, set(priors))
+    assert order[3] == top(priors, 1, set(order[:3]))
+    for k in range(4, len(order)):
+        assert order[k] == top(order[: k - 1], k - 2, set(order[:k])), k
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_retraining_after_every_document_finds_all_sooner_than_autotars_growth(seed):
+    # 20 relevant of 400: the default finds them all within 24 documents on each of these
+    # collections; AutoTAR's growing batches (the default before) need 25 to 32.
+    matrix, truth = _collection(relevant=20, seed=seed)
+    priors = screening.priors_for(truth, 1)
+    ours = screening.screen(matrix, truth, priors, screening.Protocol(), seed=1)
+    autotar = screening.screen(matrix, truth, priors, screening.Protocol(singles=0), seed=1)
+    reach = screening.documents_to_recall(ours.order, truth)[1.0]
+    assert reach <= 24 < screening.documents_to_recall(autotar.order, truth)[1.0]
 
 
 def test_recall_counts_include_the_priors_and_round_up():

@@ -214,8 +214,7 @@ def test_an_empty_queue_is_topped_up_from_the_previous_model_when_a_retrain_is_l
     assert free_documents(plan) == 7  # topped up to two batches, one of them now claimed
 
 
-def test_a_plan_grows_its_batches_as_autotar_by_default_and_keeps_one_batch_queued(setup):
-    from core.screening import autotar_batch_at
+def test_a_plan_retrains_after_every_document_by_default_with_one_queued_ahead(setup):
     from tests.learningkit import seed_two_and_two
 
     project, topic, annotator, truth = setup
@@ -223,14 +222,52 @@ def test_a_plan_grows_its_batches_as_autotar_by_default_and_keeps_one_batch_queu
     plan = learning_plans.learning_plan_create(
         project=project, topic=topic, budget=100, candidates=LearningPlan.Candidates.COLLECTION
     )
-    assert (plan.growing, plan.batch_size, plan.batch_percent) == (True, 1, None)
+    assert (plan.growing, plan.batch_size, plan.batch_percent, plan.singles) == (
+        True,
+        1,
+        None,
+        None,
+    )
+    learning_step.learning_step(plan_id=plan.pk)
+    # The queue holds the document being judged and one ahead (lag 1).
+    assert free_documents(plan) == 2
+    versions = [LearningModel.objects.filter(plan=plan).count()]
+    for judged in range(1, 31):
+        assert judge_next(project, annotator, truth) is not None
+        # Before the worker's step: the next document is already there (never waiting).
+        assert free_documents(plan) >= 1, judged
+        learning_step.learning_step(plan_id=plan.pk)
+        assert free_documents(plan) == 2, (judged, free_documents(plan))
+        versions.append(LearningModel.objects.filter(plan=plan).count())
+    # A new model after every judged document (AutoTAR's growth retrained 7 times here).
+    assert versions[-1] - versions[0] == 30, versions
+    assert learning_state.batch_size(plan, 160, learning_state.plan_state(plan)) == 1
+    # The picker is AutoTAR's: presumed non-relevant documents in training, C for screening.
+    params = LearningModel.objects.filter(plan=plan).latest("version").params
+    assert params["selector_presumed"] is True and params["selector_C"] == 10.0
+    assert params["presumed_nonrelevant"] > 0
+
+
+def test_a_plan_with_no_singles_grows_its_batches_as_autotar_and_keeps_one_batch_queued(setup):
+    from core.screening import autotar_batch_at
+    from tests.learningkit import seed_two_and_two
+
+    project, topic, annotator, truth = setup
+    seed_two_and_two(project, topic, truth)
+    plan = learning_plans.learning_plan_create(
+        project=project,
+        topic=topic,
+        budget=100,
+        candidates=LearningPlan.Candidates.COLLECTION,
+        singles=0,
+    )
+    assert (plan.growing, plan.batch_size, plan.singles) == (True, 1, 0)
     learning_step.learning_step(plan_id=plan.pk)
     # The first batch is 1 document; the queue holds it and one batch ahead.
     assert free_documents(plan) == 2
     versions = [LearningModel.objects.filter(plan=plan).count()]
     for judged in range(1, 31):
         assert judge_next(project, annotator, truth) is not None
-        # Before the worker's step: the next document is already there (never waiting).
         assert free_documents(plan) >= 1, judged
         learning_step.learning_step(plan_id=plan.pk)
         size = autotar_batch_at(judged)
@@ -240,10 +277,18 @@ def test_a_plan_grows_its_batches_as_autotar_by_default_and_keeps_one_batch_queu
     # Retrained once per batch (1, 2, 3, 4, 5, 6, 7 cover 28 judgments), not per document.
     assert 6 <= versions[-1] - versions[0] <= 8, versions
     assert learning_state.batch_size(plan, 160, learning_state.plan_state(plan)) == 8
-    # The picker is AutoTAR's: presumed non-relevant documents in training, C for screening.
-    params = LearningModel.objects.filter(plan=plan).latest("version").params
-    assert params["selector_presumed"] is True and params["selector_C"] == 10.0
-    assert params["presumed_nonrelevant"] > 0
+    # Growing from a given batch size is AutoTAR's growth unless told otherwise.
+    other = Topic.objects.create(collection=project.collection, number="77", title="y")
+    project.topics.add(other)
+    grown = learning_plans.learning_plan_create(
+        project=project,
+        topic=other,
+        budget=100,
+        candidates=LearningPlan.Candidates.COLLECTION,
+        growing=True,
+        batch_size=5,
+    )
+    assert (grown.batch_size, grown.singles) == (5, 0)
 
 
 def test_plans_refuse_what_cannot_work(setup):

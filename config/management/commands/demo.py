@@ -306,7 +306,7 @@ class Command(BaseCommand):
         self.create_learning_project(collection, annotators, topics)
 
     def create_learning_project(self, collection, annotators, topics):
-        """Active learning on one topic: RDS down BM25 (title), then CAL in growing batches."""
+        """Active learning on one topic: RDS down BM25 (title), then CAL retrained per document."""
         from ranking.learning_plans import learning_plan_create
 
         topic = topics.get(number="403")
@@ -327,7 +327,7 @@ class Command(BaseCommand):
         )
         self.say(
             f"Active-learning project {project.name!r}: topic {topic.number}, the worker "
-            "walks down BM25 for seeds, then CAL queues growing batches (AutoTAR: 1, 2, 3, ...)"
+            "walks down BM25 for seeds, then CAL retrains after every judged document"
         )
 
     def load_corpus(self):
