@@ -99,6 +99,18 @@ class TaskAdmin(admin.ModelAdmin):
     raw_id_fields = ("document", "topic")
     list_select_related = ("project", "round", "topic", "document", "persona")
 
+    # Tasks are added only by projects.project_tasks_add, which keeps the batch's counter
+    # (BatchCount) in the same transaction; an add, change or delete here would leave the
+    # judging page's progress wrong for good.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
@@ -133,6 +145,14 @@ class JudgmentAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         # Judgments change only through the annotator's versioned edit.
+        return False
+
+    # Judgments are stored only by judgments.judgment_submit, which keeps Task.judged and the
+    # annotator's JudgedCount in the same transaction; one added or deleted here would not.
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
         return False
 
 

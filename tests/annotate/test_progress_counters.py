@@ -241,3 +241,36 @@ def test_the_migration_counts_what_was_stored_before_it(mixed):
         for sql in migration.BACKFILL:
             cursor.execute(sql)
     assert counters() == expected == recount()
+
+
+def test_the_admin_cannot_write_tasks_or_judgments_behind_the_counters(mixed, make_user, client):
+    """Only project_tasks_add and judgment_submit keep the counters: the admin (which leads
+    use) must not add, change or delete tasks, nor add or delete judgments."""
+    from django.urls import reverse
+
+    from annotate import roles
+
+    project, users, production = mixed
+    judge(users[0], project, 3)
+    client.force_login(make_user("lead", roles.LEAD))
+    judgment = Judgment.objects.first()
+    task = Task.objects.filter(judged=0, round=production).first()
+    writes = [
+        ("get", reverse("admin:annotate_task_add"), {}),
+        ("post", reverse("admin:annotate_task_delete", args=[task.pk]), {"post": "yes"}),
+        ("post", reverse("admin:annotate_judgment_add"), {}),
+        ("post", reverse("admin:annotate_judgment_delete", args=[judgment.pk]), {"post": "yes"}),
+    ]
+    for method, url, data in writes:
+        assert getattr(client, method)(url, data).status_code == 403, url
+    response = client.post(
+        reverse("admin:annotate_task_change", args=[task.pk]),
+        {"required": 9, "claimed": 0, "judged": 0, "position": 0},
+    )
+    assert response.status_code in (200, 403)  # read-only view, or refused
+    task.refresh_from_db()
+    assert task.required != 9
+    # Still readable by the lead.
+    assert client.get(reverse("admin:annotate_task_changelist")).status_code == 200
+    assert client.get(reverse("admin:annotate_judgment_changelist")).status_code == 200
+    assert counters() == recount()
