@@ -38,7 +38,11 @@ def plan_top_up(plan, state, model, rows: Rows, size) -> tuple[int, str]:
     matrix, row_of, candidates = rows.matrix, rows.row_of, rows.candidates
     target = size * (1 + LOOKAHEAD_BATCHES)
     room = plan.budget - state.reviewed - len(state.queued)
-    want = min(target - len(state.queued), room)
+    # At least a lookahead batch nobody holds yet: the judging page holds two documents
+    # (the one shown and the one preloaded), so with batches of 1 a queue of two counted
+    # with them left nothing for the page's next preload, nor for a second annotator.
+    free = len(state.queued - state.held)
+    want = min(max(target - len(state.queued), size * LOOKAHEAD_BATCHES - free), room)
     if want <= 0:
         return 0, ""
     # Check-sample documents not reached yet stay selectable: a pick of one marks it

@@ -24,6 +24,9 @@ class PlanState:
     seeded: dict[int, int] = field(default_factory=dict)  # document id -> seed id
     queued: set[int] = field(default_factory=set)  # documents waiting to be judged
     walking: set[int] = field(default_factory=set)  # of them, queued by the RDS walk
+    # Of them, those every task of which an annotator holds (shown, or preloaded by the
+    # judging page): queued, but nobody else can take them.
+    held: set[int] = field(default_factory=set)
     judgment_mark: int = 0
     seed_mark: int = 0
     gains: list[int] = field(default_factory=list)  # 1/0 per reviewed document, in order
@@ -115,15 +118,19 @@ def plan_state(plan: LearningPlan) -> PlanState:
     open_rounds = plan.project.rounds.filter(is_open=True).values("id")
     waiting = Task.objects.filter(
         project_id=plan.project_id, topic_id=plan.topic_id, round_id__in=open_rounds
-    ).values_list("document_id", "source")
-    for doc, source in waiting:
+    ).values_list("document_id", "source", "claimed", "required")
+    free = set()
+    for doc, source, claimed, required in waiting:
         if doc in state.checks:
             if doc not in state.labels:
                 state.check_queued.add(doc)
         elif doc not in state.labels:
             state.queued.add(doc)
+            if claimed < required:
+                free.add(doc)
             if source == Task.Source.SEED:
                 state.walking.add(doc)
+    state.held = state.queued - free
     return state
 
 

@@ -7,8 +7,9 @@ import time
 import numpy as np
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
-from annotate import roles
+from annotate import judgments, roles
 from annotate.models import Document, Judgment, Task, Topic
 from ranking import learning_plans, learning_queue, learning_state, learning_step
 from ranking.models import LearningModel, LearningPlan, MachineLabel
@@ -536,3 +537,72 @@ def test_the_plan_form_grows_batches_by_default_and_names_a_conflicting_choice(s
     form = LearningPlanForm(base, project=project)  # unticked, and no fixed batch either
     assert not form.is_valid()
     assert "Give either a batch size or a batch percentage" in str(form.errors)
+
+
+def _page_plan(tmp_path, make_user, annotators=1):
+    from tests.learningkit import learning_project, seed_two_and_two
+
+    users = [make_user(f"page{i}", roles.ANNOTATOR) for i in range(annotators)]
+    project, topic, truth = learning_project(tmp_path, users[0])
+    project.annotators.add(*users[1:])
+    seed_two_and_two(project, topic, truth)
+    plan = learning_plans.learning_plan_create(
+        project=project, topic=topic, budget=100, candidates=LearningPlan.Candidates.COLLECTION
+    )
+    learning_step.learning_step(plan_id=plan.pk)
+    return project, users, truth, plan
+
+
+@pytest.mark.lucene
+def test_while_one_annotator_holds_two_documents_another_gets_one(db, tmp_path, make_user):
+    """Batches of 1 (the default): the judging page holds the task it shows and the one it
+    preloads; the queue keeps a document nobody holds for the next annotator."""
+    from tests.learningkit import judge_next
+
+    project, (a, b), truth, plan = _page_plan(tmp_path, make_user, annotators=2)
+    for _ in range(10):
+        assert judge_next(project, a, truth)
+        learning_step.learning_step(plan_id=plan.pk)
+    shown = judgments.task_claim(user=a, project=project)
+    judgments.task_claim(user=a, project=project, skip_task_ids=(shown.task_id,))
+    learning_step.learning_step(plan_id=plan.pk)
+    assert judgments.task_claim(user=b, project=project) is not None
+
+
+@pytest.mark.lucene
+def test_the_worker_queues_the_pages_next_preload(db, tmp_path, make_user, monkeypatch):
+    """With the worker keeping up, the page's save claims a document the worker queued:
+    the save itself does not top the queue up (no scores read in the web request)."""
+    import uuid
+
+    from annotate import hooks
+
+    project, (a,), truth, plan = _page_plan(tmp_path, make_user)
+    shown = judgments.task_claim(user=a, project=project)
+    preload = judgments.task_claim(user=a, project=project, skip_task_ids=(shown.task_id,))
+    web_top_ups = []
+    top_up = hooks.queue_empty.function
+    monkeypatch.setattr(
+        hooks.queue_empty, "function", lambda **kw: web_top_ups.append(1) or top_up(**kw)
+    )
+    for _ in range(20):
+        docid = Task.objects.select_related("document").get(pk=shown.task_id).document.docid
+        following = judgments.judgment_submit_and_claim(
+            user=a,
+            project=project,
+            skip_task_ids=(preload.task_id,),
+            task_id=shown.task_id,
+            idempotency_key=uuid.uuid4().hex,
+            answers=judgments.Answers(
+                relevance=2 if docid in truth else 0,
+                persona_sensitive="no",
+                personal_sensitive="no",
+            ),
+            active_seconds=3,
+            started_at=timezone.now(),
+        )[2]
+        learning_step.learning_step(plan_id=plan.pk)
+        assert following is not None
+        shown, preload = preload, following
+    # At most the first save's: the worker had not run since the page claimed its two.
+    assert len(web_top_ups) <= 1, len(web_top_ups)
