@@ -11,6 +11,7 @@ from annotate.models import (
     BatchCount,
     Collection,
     Document,
+    JudgedCount,
     Persona,
     ReferenceRelevance,
     Round,
@@ -85,6 +86,54 @@ def project_tasks_add(
                 tasks=F("tasks") + len(new), required=F("required") + sum(t.required for t in new)
             )
     return len(new)
+
+
+# The counters as the rows say they should be (the same statements as migration 0012's).
+_RECOUNT = [
+    "DELETE FROM annotate_batchcount",
+    "DELETE FROM annotate_judgedcount",
+    """INSERT INTO annotate_batchcount (round_id, topic_id, persona_id, tasks, required)
+       SELECT round_id, topic_id, persona_id, COUNT(*), SUM(required) FROM annotate_task
+        GROUP BY round_id, topic_id, persona_id""",
+    """INSERT INTO annotate_judgedcount (round_id, topic_id, persona_id, annotator_id, judged)
+       SELECT t.round_id, t.topic_id, t.persona_id, j.annotator_id, COUNT(*)
+         FROM annotate_judgment j JOIN annotate_task t ON t.id = j.task_id
+        GROUP BY t.round_id, t.topic_id, t.persona_id, j.annotator_id""",
+]
+
+
+def progress_recount() -> dict:
+    """Count every progress counter again from the rows; return how many rows were off.
+
+    For rows written behind ``project_tasks_add`` and ``judgment_submit`` (SQL by hand, or
+    processes of a version before the counters still running after the migration). On
+    PostgreSQL the task and judgment tables are locked against writes meanwhile.
+    """
+    from django.db import connection
+
+    def snapshot():
+        return (
+            set(BatchCount.objects.values_list("round", "topic", "persona", "tasks", "required")),
+            set(
+                JudgedCount.objects.filter(judged__gt=0).values_list(
+                    "round", "topic", "persona", "annotator", "judged"
+                )
+            ),
+        )
+
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("LOCK TABLE annotate_task, annotate_judgment IN SHARE MODE")
+        batches, judged = snapshot()
+        with connection.cursor() as cursor:
+            for sql in _RECOUNT:
+                cursor.execute(sql)
+        new_batches, new_judged = snapshot()
+    return {
+        "batches": len(batches ^ new_batches),
+        "annotator_batches": len(judged ^ new_judged),
+    }
 
 
 def project_tasks_add_for_personas(

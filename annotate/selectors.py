@@ -206,8 +206,15 @@ _PROGRESS_SQL = """
            (SELECT SUM(j.judged) FROM annotate_judgedcount j
              WHERE j.round_id = s.round_id AND j.topic_id = s.topic_id
                AND j.persona_id = s.persona_id),
-           b.required, b.tasks
-      FROM annotate_task s JOIN annotate_batchcount b
+           -- A batch without its counter row (tasks written behind project_tasks_add:
+           -- repaired by manage.py progress_recount) is counted from its rows instead.
+           COALESCE(b.required, (SELECT SUM(t.required) FROM annotate_task t
+                                  WHERE t.round_id = s.round_id AND t.topic_id = s.topic_id
+                                    AND t.persona_id = s.persona_id)),
+           COALESCE(b.tasks, (SELECT COUNT(*) FROM annotate_task t
+                               WHERE t.round_id = s.round_id AND t.topic_id = s.topic_id
+                                 AND t.persona_id = s.persona_id))
+      FROM annotate_task s LEFT JOIN annotate_batchcount b
         ON b.round_id = s.round_id AND b.topic_id = s.topic_id AND b.persona_id = s.persona_id
      WHERE s.id IN ({tasks}) AND s.project_id = %(project)s
 """
