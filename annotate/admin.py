@@ -44,6 +44,18 @@ class DocumentAdmin(admin.ModelAdmin):
     readonly_fields = ("content_hash", "created_at", "duplicate_docids")
     show_full_result_count = False
 
+    # A document with tasks is not deleted here: its unjudged tasks would go with it behind
+    # the progress counters (projects.project_tasks_add keeps them). No bulk delete either.
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and obj.tasks.exists():
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
 
 @admin.register(Persona)
 class PersonaAdmin(admin.ModelAdmin):

@@ -261,8 +261,19 @@ def test_the_admin_cannot_write_tasks_or_judgments_behind_the_counters(mixed, ma
         ("post", reverse("admin:annotate_judgment_add"), {}),
         ("post", reverse("admin:annotate_judgment_delete", args=[judgment.pk]), {"post": "yes"}),
     ]
+    # A document with tasks (deleting it would take its unjudged tasks along).
+    document = task.document
+    writes.append(
+        ("post", reverse("admin:annotate_document_delete", args=[document.pk]), {"post": "yes"})
+    )
     for method, url, data in writes:
         assert getattr(client, method)(url, data).status_code == 403, url
+    bulk = client.post(
+        reverse("admin:annotate_document_changelist"),
+        {"action": "delete_selected", "_selected_action": [document.pk], "post": "yes"},
+    )
+    assert bulk.status_code in (200, 302)
+    assert Document.objects.filter(pk=document.pk).exists()
     response = client.post(
         reverse("admin:annotate_task_change", args=[task.pk]),
         {"required": 9, "claimed": 0, "judged": 0, "position": 0},
