@@ -87,7 +87,7 @@ def learning_step(*, plan_id: int) -> dict:
             plan.status, plan.status_message = LearningPlan.Status.FINISHED, ended
             plan.save(update_fields=["status", "status_message"])
     report["seconds_to_queue"] = time.perf_counter() - started
-    if created:
+    if (created or ended) and _labels_due(plan, model, final=bool(ended)):
         report["machine_labels"] = machine_labels_write(
             plan=plan, model=model, rows=rows, state=state
         )
@@ -280,6 +280,30 @@ def _sensitivity_scores(plan, matrix, row_of) -> np.ndarray | None:
     except active.NotTrainable:
         return None
     return model.probabilities(matrix.matrix)
+
+
+def labels_due(version: int, last: int | None, *, final: bool = False) -> bool:
+    """Whether model ``version`` should write the machine labels, the last written being
+    ``last``'s. A write replaces the label of every unjudged candidate (hundreds of
+    thousands at scale), and a plan retrained after every judged document makes a version
+    per judgment: so every version up to the 19th, then every ``version // 10``-th (about
+    ten writes per tenfold growth), and always the version a plan ends with."""
+    if last is None or final:
+        return last != version
+    return version - last >= max(1, version // 10)
+
+
+def _labels_due(plan: LearningPlan, model, *, final: bool) -> bool:
+    from ranking.models import MachineLabel
+
+    if model is None:
+        return False
+    last = (
+        MachineLabel.objects.filter(project_id=plan.project_id, topic_id=plan.topic_id)
+        .values_list("model_version", flat=True)
+        .first()
+    )
+    return labels_due(model.version, last, final=final)
 
 
 def machine_labels_write(

@@ -606,3 +606,18 @@ def test_the_worker_queues_the_pages_next_preload(db, tmp_path, make_user, monke
         shown, preload = preload, following
     # At most the first save's: the worker had not run since the page claimed its two.
     assert len(web_top_ups) <= 1, len(web_top_ups)
+
+
+def test_machine_labels_are_written_ever_more_rarely_and_when_the_plan_ends():
+    due = learning_step.labels_due
+    assert due(1, None) and due(2, 1) and due(19, 18)
+    assert not due(5, 5)
+    assert due(40, 36) and not due(40, 37)
+    assert not due(1000, 950) and due(1000, 900)
+    assert due(1000, 999, final=True) and not due(7, 7, final=True)
+    # 1,000 versions (a plan retrained after each of 1,000 judgments): few full writes.
+    last, writes = None, 0
+    for version in range(1, 1001):
+        if due(version, last):
+            last, writes = version, writes + 1
+    assert writes < 60, writes
