@@ -19,6 +19,20 @@ from annotate.models import (
 )
 
 
+class ReadOnly(admin.ModelAdmin):
+    """Listed and shown, never added, changed or deleted here: rows a service writes with
+    what must go with them (counters, the audit chain)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
     list_display = ("name", "slug", "kind", "version", "indexed_version", "created_at")
@@ -105,23 +119,15 @@ class AnnotationProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(Task)
-class TaskAdmin(admin.ModelAdmin):
+class TaskAdmin(ReadOnly):
+    # Tasks are added only by projects.project_tasks_add, which keeps the batch's counter
+    # (BatchCount) in the same transaction; an add, change or delete here would leave the
+    # judging page's progress wrong for good.
+
     list_display = ("id", "project", "round", "topic", "document", "persona", "required", "claimed")
     list_filter = ("project", "round__kind")
     raw_id_fields = ("document", "topic")
     list_select_related = ("project", "round", "topic", "document", "persona")
-
-    # Tasks are added only by projects.project_tasks_add, which keeps the batch's counter
-    # (BatchCount) in the same transaction; an add, change or delete here would leave the
-    # judging page's progress wrong for good.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Assignment)

@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 
+from annotate.admin import ReadOnly
 from review.models import AuditEvent, Decision, Publication, RedactionReason
 
 
@@ -18,17 +19,6 @@ class PublicationAdmin(admin.ModelAdmin):
         "updated_at",
     )
     list_filter = ("published",)
-
-
-class ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Decision)
