@@ -139,3 +139,47 @@ def test_a_save_made_after_the_session_ended_is_kept_and_sent_after_login(
     wait_for(page, "document.getElementById('save-status').textContent.includes('Saved')", 30)
     assert page.inner_text("#save-errors") == ""
     assert Judgment.objects.get(task_id=task_id, annotator=alice).relevance == 1
+
+
+def test_the_progress_line_follows_tasks_added_while_the_page_is_open(
+    browser, live_server, project
+):
+    """Tasks are added behind an open page (as a learning plan's queue grows): after the
+    next save the bars and the "N tasks = N needed" line both show the new counts, the line
+    exactly as a fresh render writes it."""
+    from annotate.models import Round
+    from annotate.projects import project_tasks_add
+
+    p, alice, _ = project
+    url = live_server.url
+    page = browser.new_page()
+    login(page, url, "alice", "pw-browser")
+    page.goto(f"{url}/annotate/{p.slug}/judge/")
+    page.wait_for_selector("#current section.task")
+    before = page.inner_text("#current [data-count=tasks]")
+    tasks = p.tasks.count()
+    assert before == f"{tasks} tasks = {tasks} needed"
+
+    later = Persona.objects.create(name="Ciaran", pain_points="health")
+    p.personas.add(later)
+    added = project_tasks_add(
+        project=p,
+        round_=Round.objects.get(project=p),
+        topic=p.topics.get(),
+        persona=later,
+        documents=list(Document.objects.filter(collection=p.collection)[:3]),
+    )
+    assert added == 3
+    judge_by_keyboard(
+        page, [("1", "n", "n")], stored=lambda: Judgment.objects.filter(annotator=alice).count()
+    )
+    wait_for(
+        page,
+        "document.querySelector('#current [data-count=project]').textContent.startsWith('1 / ')",
+    )
+    line = page.inner_text("#current [data-count=tasks]")
+    assert line == f"{tasks + 3} tasks = {tasks + 3} needed", line
+    assert page.inner_text("#current [data-count=project]") == f"1 / {tasks + 3}"
+    page.reload()
+    page.wait_for_selector("#current section.task")
+    assert page.inner_text("#current [data-count=tasks]") == line
