@@ -68,9 +68,9 @@ class Hook:
 audit_record = Hook("audit_record", required=True)
 
 # A judgment of a task that active learning or a seed walk chose was stored:
-# ``(project_id=, topic_id=)``, called inside the judgment's transaction. Ranking connects
-# ``ranking.learning_plans.learning_judged`` (it queues the topic's next learning step after the
-# commit).
+# ``(project_id=, topic_id=, judgment_id=)``, called inside the judgment's transaction. Ranking
+# connects ``ranking.learning_plans.learning_judged`` (it queues the topic's next learning step
+# after the commit; a step that finds the judgment already in a model does not retrain).
 learning_task_judged = Hook("learning_task_judged")
 
 # An annotator's queue is empty: ``(project=) -> bool``, true when tasks were added.

@@ -436,7 +436,9 @@ def judgment_submit(
             cursor.execute(_SUBMIT_COUNT_SQL, params)
             cursor.execute(_SUBMIT_PROGRESS_SQL, params)
             if source in (Task.Source.ACTIVE, Task.Source.SEED):
-                hooks.learning_task_judged(project_id=project_id, topic_id=topic_id)
+                hooks.learning_task_judged(
+                    project_id=project_id, topic_id=topic_id, judgment_id=judgment_id
+                )
     except IntegrityError:
         # Only reachable if the lock was bypassed (a database without row locks): the
         # constraints still hold, and the duplicate gets the stored answer.

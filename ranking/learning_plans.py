@@ -184,16 +184,19 @@ def topic_seed_remove(*, topic: Topic, document_id: int) -> int:
     return deleted
 
 
-def learning_nudge(*, plan_id: int) -> None:
-    """Queue a ``learning_step`` for the plan once the current transaction commits.
+def learning_nudge(*, plan_id: int, judgment_id: int | None = None) -> None:
+    """Queue a ``learning_step`` for the plan once the current transaction commits; with
+    ``judgment_id``, the judgment that asked (the step does not retrain when a model already
+    saw it: ``learning_step``'s coalescing).
 
     Robust: if the broker is down the error is logged and the judgment that asked stays
     saved; the next judgment, the next empty queue or the worker's start asks again.
     """
-    queue_on_commit("ranking.tasks.learning_step_task", plan_id, robust=True)
+    args = (plan_id,) if judgment_id is None else (plan_id, judgment_id)
+    queue_on_commit("ranking.tasks.learning_step_task", *args, robust=True)
 
 
-def learning_judged(*, project_id: int, topic_id: int) -> None:
+def learning_judged(*, project_id: int, topic_id: int, judgment_id: int | None = None) -> None:
     """After a judgment of an active-learning or seed-walk task: nudge the topic's plan."""
     plan_id = (
         LearningPlan.objects.filter(project_id=project_id, topic_id=topic_id)
@@ -201,7 +204,7 @@ def learning_judged(*, project_id: int, topic_id: int) -> None:
         .first()
     )
     if plan_id is not None:
-        learning_nudge(plan_id=plan_id)
+        learning_nudge(plan_id=plan_id, judgment_id=judgment_id)
 
 
 def learning_sweep() -> int:

@@ -42,12 +42,18 @@ from ranking.seeding import seed_step
 logger = logging.getLogger(__name__)
 
 
-def learning_step(*, plan_id: int) -> dict:
+def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
     """Bring a plan up to date (see the module docstring); return what was done.
 
     Everything slow (Lucene and its JVM, reading the matrix, training) runs before the
     plan's lock is taken; under the lock only the plan's rows are read and its tasks
     written. On SQLite that lock is the database's write lock, which web requests wait for.
+
+    ``judgment_id``: the judgment whose commit asked for this step. When the latest model
+    already saw it (a step that started later trained on it), this step does not retrain,
+    only tops the queue up: when judgments come faster than retrains, the steps queued
+    behind a retrain cost a query each instead of a retrain each, so retrains keep pace
+    (each one trains on everything judged by then) and the worker's queue does not grow.
     """
     plan = LearningPlan.objects.select_related("project__collection", "topic").get(pk=plan_id)
     started = time.perf_counter()
@@ -68,6 +74,10 @@ def learning_step(*, plan_id: int) -> dict:
     due = state.judged_since(latest) >= (plan.retrain_every or size) or (
         not state.queued and state.judged_since(latest) > 0
     )
+    seen = latest is not None and judgment_id is not None and judgment_id <= latest.judgment_mark
+    if seen and usable:
+        due = False  # coalesced: a later step's model has this judgment
+        report["coalesced"] = True
     if latest is None or due or not usable:  # a new index version needs its own scores
         trained = _train(plan, state, rows)
     with transaction.atomic():

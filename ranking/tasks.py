@@ -23,18 +23,19 @@ def pool_task(job_id: int) -> None:
 
 
 @shared_task(acks_late=True, bind=True, max_retries=8)
-def learning_step_task(self, plan_id: int) -> None:
+def learning_step_task(self, plan_id: int, judgment_id: int | None = None) -> None:
     """Bring an active-learning plan up to date: seed, retrain when due, top the queue up
     (idempotent: one model version per set of judgments and index version, the queue filled
-    once). An index replaced mid-step, or a database busy beyond its timeout, is retried
-    in a few seconds; any other failure is shown on the plan, then raised for the log."""
+    once; ``judgment_id``: the judgment that asked, no retrain when a model saw it). An index
+    replaced mid-step, or a database busy beyond its timeout, is retried in a few seconds;
+    any other failure is shown on the plan, then raised for the log."""
     from django.db import OperationalError
 
     from ranking.learning_state import IndexChanged
     from ranking.learning_step import learning_step, learning_step_failed
 
     try:
-        learning_step(plan_id=plan_id)
+        learning_step(plan_id=plan_id, judgment_id=judgment_id)
     except (IndexChanged, OperationalError) as exc:
         if self.request.called_directly or self.request.is_eager:
             raise

@@ -621,3 +621,50 @@ def test_machine_labels_are_written_ever_more_rarely_and_when_the_plan_ends():
         if due(version, last):
             last, writes = version, writes + 1
     assert writes < 60, writes
+
+
+def test_steps_queued_behind_a_retrain_coalesce_when_judgments_outpace_retrains(setup, monkeypatch):
+    """Judgments come twice as fast as retrains (two arrive while each model trains), as with
+    several annotators on a topic at 500,000 documents. Every judgment queues a step; a step
+    whose judgment a model already saw only tops the queue up, so the worker's backlog stays
+    bounded and each retrain trains on everything judged by then. (Without the coalescing
+    every step retrains, and the backlog grows by one per retrain.)"""
+    from tests.learningkit import seed_two_and_two
+
+    project, topic, annotator, truth = setup
+    messages = []
+    monkeypatch.setattr(
+        learning_plans, "queue_on_commit", lambda task, *args, robust=False: messages.append(args)
+    )
+    seed_two_and_two(project, topic, truth)
+    plan = learning_plans.learning_plan_create(
+        project=project, topic=topic, budget=150, candidates=LearningPlan.Candidates.COLLECTION
+    )
+    learning_step.learning_step(plan_id=plan.pk)
+    messages.clear()
+    retrains = judged = 0
+    backlog = []
+    while judged < 40:
+        if not messages:  # the worker is idle: an annotator judges
+            assert judge_next(project, annotator, truth) is not None
+            judged += 1
+            continue
+        plan_id, judgment_id = messages.pop(0)
+        before = LearningModel.objects.filter(plan=plan).count()
+        learning_step.learning_step(plan_id=plan_id, judgment_id=judgment_id)
+        if LearningModel.objects.filter(plan=plan).count() > before:
+            retrains += 1
+            for _ in range(2):  # judged while that model trained
+                assert judge_next(project, annotator, truth) is not None
+                judged += 1
+        backlog.append(len(messages))
+    assert max(backlog) <= 3, backlog
+    assert 19 <= retrains <= 21, retrains
+    # Drain: one more retrain takes in the last judgments, the rest only top up.
+    while messages:
+        plan_id, judgment_id = messages.pop(0)
+        learning_step.learning_step(plan_id=plan_id, judgment_id=judgment_id)
+    latest = LearningModel.objects.filter(plan=plan).latest("version")
+    last = Judgment.objects.filter(task__project=project).order_by("-pk").first()
+    assert latest.judgment_mark == last.pk
+    assert latest.judged == 4 + judged  # the seeds and every judgment
