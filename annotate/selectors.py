@@ -6,6 +6,7 @@ from contextlib import contextmanager
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from annotate import hooks, roles
@@ -250,6 +251,7 @@ def judging_progress_many(*, user, project: AnnotationProject, task_ids) -> list
             "project_extra": project_needed - project_tasks,
             "mine": rows.get(1, (0, 0, 0))[0],
         }
+        p["tasks_line"] = _tasks_line(project_tasks, p["project_extra"], project_needed)
         if task_id is not None:
             p["batch_done"], p["batch_needed"], _ = rows.get(2 + int(task_id), (0, 0, 0))
         for prefix in ("project", "batch"):
@@ -258,6 +260,17 @@ def judging_progress_many(*, user, project: AnnotationProject, task_ids) -> list
                 p[f"{prefix}_percent"] = round(100 * p[f"{prefix}_done"] / n) if n else 100
         out.append(p)
     return out
+
+
+def _tasks_line(tasks: int, extra: int, needed: int) -> str:
+    """The line under the judging page's bars, rendered by the template and, after each save,
+    set from X-Progress by static/sasc/judge.js (tasks come while the page is open)."""
+    line = f"{tasks} task{pluralize(tasks)}"
+    if extra:
+        line += (
+            f" + {extra} extra judgment{pluralize(extra)} (tasks judged by more than one annotator)"
+        )
+    return f"{line} = {needed} needed"
 
 
 def judging_progress(*, user, project: AnnotationProject, task_id: int | None) -> dict:

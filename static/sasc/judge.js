@@ -135,22 +135,12 @@
     const bar = (sel, value) => { const el = box.querySelector(sel); if (el) el.value = value; };
     set("[data-count=mine]", p.mine);
     set("[data-count=project]", `${p.project_done} / ${p.project_needed}`);
-    if (p.project_tasks !== undefined) set("[data-count=tasks]", tasksLine(p));
+    if (p.tasks_line !== undefined) set("[data-count=tasks]", p.tasks_line);
     bar("[data-bar=project]", p.project_percent);
     if (p.batch_needed !== undefined) {
       set("[data-count=batch]", `${p.batch_done} / ${p.batch_needed}`);
       bar("[data-bar=batch]", p.batch_percent);
     }
-  }
-
-  // The line under the bars, as templates/annotate/_progress.html writes it: tasks come and
-  // go while the page is open (a learning plan queues more), so it follows every save.
-  function tasksLine(p) {
-    const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
-    const extra = p.project_extra
-      ? ` + ${plural(p.project_extra, "extra judgment")} (tasks judged by more than one annotator)`
-      : "";
-    return `${plural(p.project_tasks, "task")}${extra} = ${p.project_needed} needed`;
   }
 
   function showError(message) {
