@@ -57,19 +57,19 @@ ASR = {"ngrams": 2, "numbers": True, "stop_words": False, "min_df": 1}
 # issue 36's second round, "sasc" (lag 1, C = 10) what it does now.
 VARIANTS = {
     # sasc before this work: letters-only unigrams, one document per retrain, no presumed
-    "old": ({}, screening.Protocol(growing=False, lookahead=False, presumed=False, c=30.0)),
-    "batch1": ({}, screening.Protocol(growing=False, lookahead=False, c=30.0)),
-    "batch1-pairs": ({"ngrams": 2}, screening.Protocol(growing=False, lookahead=False, c=30.0)),
+    "old": ({}, screening.Protocol(growing=False, lag=0, presumed=False, c=30.0)),
+    "batch1": ({}, screening.Protocol(growing=False, lag=0, c=30.0)),
+    "batch1-pairs": ({"ngrams": 2}, screening.Protocol(growing=False, lag=0, c=30.0)),
     "batch1-numbers": (
         {"numbers": True},
-        screening.Protocol(growing=False, lookahead=False, c=30.0),
+        screening.Protocol(growing=False, lag=0, c=30.0),
     ),
     "batch1-pairs-numbers": (
         {"ngrams": 2, "numbers": True},
-        screening.Protocol(growing=False, lookahead=False, c=30.0),
+        screening.Protocol(growing=False, lag=0, c=30.0),
     ),
-    "batch1-neardup": ({}, screening.Protocol(growing=False, lookahead=False, neardup=0.8, c=30.0)),
-    "autotar-nowait": ({}, screening.Protocol(lookahead=False, c=30.0, singles=0)),
+    "batch1-neardup": ({}, screening.Protocol(growing=False, lag=0, neardup=0.8, c=30.0)),
+    "autotar-nowait": ({}, screening.Protocol(lag=0, c=30.0, singles=0)),
     "autotar": ({}, screening.Protocol(c=30.0, singles=0)),
     "autotar-c3": ({}, screening.Protocol(c=3.0, singles=0)),
     "autotar-c10": ({}, screening.Protocol(c=10.0, singles=0)),
@@ -109,6 +109,31 @@ VARIANTS = {
     "lag1-neardup": ({}, screening.Protocol(growing=False, neardup=0.8)),
     "lag1-c3": ({}, screening.Protocol(growing=False, c=3.0)),
     "lag1-c30": ({}, screening.Protocol(growing=False, c=30.0)),
+    # Issue 36 item 2, third round: the lag (0: the reviewer waits for every model, as in
+    # ASReview's simulation; 2: the live judging page, which preloads the next document),
+    # the rank ensemble at C = 3, its SVM half on ASReview's own features ("svm": the
+    # feature options of the SVM's matrix), and reciprocal rank fusion.
+    "lag0": ({}, screening.Protocol(growing=False, lag=0)),
+    "lag2": ({}, screening.Protocol(growing=False, lag=2)),
+    "lag2-c3": ({}, screening.Protocol(growing=False, lag=2, c=3.0)),
+    "lag1-ens-c3": ({}, screening.Protocol(growing=False, model="ensemble", c=3.0)),
+    "lag1-ens-svmasr": ({"svm": ASR}, screening.Protocol(growing=False, model="ensemble")),
+    "lag1-ens-c3-svmasr": (
+        {"svm": ASR},
+        screening.Protocol(growing=False, model="ensemble", c=3.0),
+    ),
+    "lag1-rrf": ({}, screening.Protocol(growing=False, model="ensemble", fusion="rrf")),
+    "lag1-rrf-c3": (
+        {},
+        screening.Protocol(growing=False, model="ensemble", fusion="rrf", c=3.0),
+    ),
+    "lag0-ens-c3": ({}, screening.Protocol(growing=False, lag=0, model="ensemble", c=3.0)),
+    "lag2-ens": ({}, screening.Protocol(growing=False, lag=2, model="ensemble")),
+    "lag2-ens-c3": ({}, screening.Protocol(growing=False, lag=2, model="ensemble", c=3.0)),
+    "lag2-ens-c3-svmasr": (
+        {"svm": ASR},
+        screening.Protocol(growing=False, lag=2, model="ensemble", c=3.0),
+    ),
 }
 
 
@@ -201,6 +226,16 @@ def run_asreview(python: str, texts, jobs, cache: Path | None = None):
     return runs, seconds
 
 
+def _matrix(texts, options: dict, built: dict):
+    """The TF-IDF matrix of ``texts`` with feature ``options``, built once per options."""
+    key = json.dumps(options, sort_keys=True)
+    if key not in built:
+        built[key] = features.build_tfidf(
+            ((str(i), x) for i, x in enumerate(texts)), **options
+        ).matrix
+    return built[key]
+
+
 def summarise(order, truth, step_seconds):
     reach = screening.documents_to_recall(order, truth)
     return {
@@ -227,7 +262,7 @@ def main():
         "--asreview-cache", type=Path, help="folder: reuse ASReview's runs of the same jobs"
     )
     args = parser.parse_args()
-    names = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
+    names = list(VARIANTS) if args.variants == "all" else [n for n in args.variants.split(",") if n]
     results = {}
     for data in args.data or ["cacm"]:
         texts, topics = mail_collection() if data == "mail" else smart_collection(data)
@@ -259,15 +294,14 @@ def main():
         matrices = {}
         for name in names:
             options, protocol = VARIANTS[name]
-            key = json.dumps(options, sort_keys=True)
-            if key not in matrices:
-                matrices[key] = features.build_tfidf(
-                    ((str(i), x) for i, x in enumerate(texts)), **options
-                ).matrix
+            options = dict(options)
+            svm = options.pop("svm", None)
+            svm_matrix = None if svm is None else _matrix(texts, svm, matrices)
+            rows = _matrix(texts, options, matrices)
             started = time.perf_counter()
             out[name] = []
             for t, s, tr, p in runs:
-                run = screening.screen(matrices[key], tr, p, protocol, seed=s)
+                run = screening.screen(rows, tr, p, protocol, seed=s, svm_matrix=svm_matrix)
                 out[name].append(
                     {"topic": t, "prior": s, **summarise(run.order, tr, run.step_seconds)}
                 )

@@ -14,9 +14,12 @@ for a person judging in order:
   ("presumed non-relevant", ``core.active.presumed_nonrelevant``);
 - within a batch the reviewer judges the highest-scored documents first.
 
-``Protocol.lookahead`` is the live loop's "the reviewer never waits": the next batch is
-queued while the current one is judged, so it is picked by the model that had not seen the
-current batch (``ranking.learning_queue`` tops the queue up one batch ahead).
+``Protocol.lag`` is the live loop's "the reviewer never waits": ``lag`` batches are queued
+while the current one is judged, so the batch judged next was picked by a model that had not
+seen the last ``lag`` batches. 0: the reviewer waits for each model (ASReview's simulation);
+1: one batch queued ahead (``ranking.learning_queue`` tops the queue up one batch ahead);
+2: what the live judging page gives with batches of 1, because the page preloads the next
+document while the current one is judged (docs/active-learning.md, "Third round").
 
 Everything random takes a seed; a run is reproducible.
 """
@@ -38,7 +41,9 @@ class Protocol:
     """How the simulated review picks documents (see the module docstring)."""
 
     growing: bool = True  # AutoTAR's batches; False: one document per retrain throughout
-    lookahead: bool = True  # the next batch is picked before the current one is judged
+    # Batches picked before the current one is judged (see the module docstring); 0: the
+    # reviewer waits for every model.
+    lag: int = 1
     presumed: bool = True  # AutoTAR's presumed non-relevant sample in every training set
     c: float = active.SCREENING_C
     # Cosine similarity at which an unjudged document that near-duplicates a document just
@@ -51,8 +56,11 @@ class Protocol:
     singles: int | None = None
     # "lr": logistic regression (C = ``c``); "svm": ASReview's ELAS u4 classifier (a linear
     # SVM, C = 0.11, non-relevant documents weighted down to a 1 : 9.8 ratio, judged
-    # documents only); "ensemble": the mean of the two models' ranks.
+    # documents only); "ensemble": the two models' ranks fused by ``fusion``.
     model: str = "lr"
+    # "mean": the mean of the two ranks; "rrf": reciprocal rank fusion (Cormack, Clarke and
+    # Buettcher 2009, k = 60), which favours a document either model puts near its top.
+    fusion: str = "mean"
 
 
 def autotar_batches(first: int = 1, singles: int | None = 0) -> Iterator[int]:
@@ -117,12 +125,28 @@ def _ranks(scores):
     return out
 
 
-def _model_scores(matrix, judged: list[int], labels: list[int], protocol: Protocol, seed: int):
+def fuse(first, second, fusion: str = "mean"):
+    """Fuse two score arrays by rank (higher is better in both and in the result): "mean",
+    minus the sum of the two ranks; "rrf", the sum of 1 / (60 + rank + 1)."""
+    a, b = _ranks(first), _ranks(second)
+    if fusion == "mean":
+        return -(a + b)
+    if fusion == "rrf":
+        return 1 / (61 + a) + 1 / (61 + b)
+    raise ValueError(f"unknown fusion {fusion!r}; use mean or rrf")
+
+
+def _model_scores(
+    matrix, judged: list[int], labels: list[int], protocol: Protocol, seed: int, svm_matrix=None
+):
+    """Scores of every row (higher: picked sooner); ``svm_matrix``: the SVM's own features
+    (the same rows; default ``matrix``)."""
+    svm_rows = matrix if svm_matrix is None else svm_matrix
     if protocol.model == "svm":
-        return _svm_scores(matrix, judged, labels)
+        return _svm_scores(svm_rows, judged, labels)
     if protocol.model == "ensemble":
         lr = _model_scores(matrix, judged, labels, Protocol(c=protocol.c), seed)
-        return -(_ranks(lr) + _ranks(_svm_scores(matrix, judged, labels)))
+        return fuse(lr, _svm_scores(svm_rows, judged, labels), protocol.fusion)
     rows, y = list(judged), list(labels)
     if protocol.presumed:
         extra = active.presumed_nonrelevant(range(matrix.shape[0]), judged, seed=seed)
@@ -139,9 +163,13 @@ def _model_scores(matrix, judged: list[int], labels: list[int], protocol: Protoc
     return active.train(matrix, rows, y, seed=seed, c=protocol.c).probabilities(matrix)
 
 
-def screen(matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int = 0) -> Run:
+def screen(
+    matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int = 0, svm_matrix=None
+) -> Run:
     """Simulate a review of every row of ``matrix`` against ``truth`` (0/1 per row), starting
-    from the judged ``priors``, until every relevant row is found (or none is left)."""
+    from the judged ``priors``, until every relevant row is found (or none is left).
+    ``svm_matrix``: other features of the same rows for the SVM of ``model`` "svm" or
+    "ensemble" (ASReview's, say)."""
     truth = np.asarray(truth, dtype=int)
     total = int(truth.sum())
     n = matrix.shape[0]
@@ -157,7 +185,7 @@ def screen(matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int 
     def pick():
         nonlocal step
         started = time.perf_counter()
-        p = _model_scores(matrix, order, truth[order].tolist(), protocol, seed + step)
+        p = _model_scores(matrix, order, truth[order].tolist(), protocol, seed + step, svm_matrix)
         taken = judged.copy()
         for waiting in queued:
             taken[waiting] = True
@@ -167,11 +195,14 @@ def screen(matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int 
         step += 1
         queued.append(top)
 
+    if protocol.lag < 0:
+        raise ValueError(f"lag must be 0 or more, not {protocol.lag}")
     while found < total and judged.sum() < n:
-        if not queued:
-            pick()  # nothing waiting (the start): the reviewer waits this once
-        if protocol.lookahead:
-            pick()  # queued while the oldest batch is judged: its model has not seen it
+        # The batch to judge plus ``lag`` waiting: at the start the reviewer waits for the
+        # first pick, then each pick is queued while the oldest batch is judged, so its
+        # model has not seen the ``lag`` batches ahead of it.
+        while len(queued) < protocol.lag + 1:
+            pick()
         batch = queued.pop(0)
         if not batch and not any(queued):
             break
