@@ -12,7 +12,12 @@ for a person judging in order:
   ASReview": fewer documents to 95% and 100% recall than AutoTAR's growth);
 - every retrain adds a fresh random sample of 100 unjudged documents labelled non-relevant
   ("presumed non-relevant", ``core.active.presumed_nonrelevant``);
-- within a batch the reviewer judges the highest-scored documents first.
+- within a batch the reviewer judges the highest-scored documents first;
+- the model (sasc's default since the third round, ``Protocol.model`` "ensemble"): the mean
+  rank of that logistic regression (C = ``core.active.ENSEMBLE_C``) and ASReview's default
+  classifier (``core.active.svm_scores``), as the live loop picks
+  (``core.active.train_screening``). ``Protocol(singles=0, model="lr",
+  c=core.active.SCREENING_C)`` is a live plan growing its batches (AutoTAR).
 
 ``Protocol.lag`` is the live loop's "the reviewer never waits": ``lag`` batches are queued
 while the current one is judged, so the batch judged next was picked by a model that had not
@@ -45,7 +50,7 @@ class Protocol:
     # reviewer waits for every model.
     lag: int = 1
     presumed: bool = True  # AutoTAR's presumed non-relevant sample in every training set
-    c: float = active.SCREENING_C
+    c: float = active.ENSEMBLE_C
     # Cosine similarity at which an unjudged document that near-duplicates a document just
     # judged relevant jumps the queue (0: off).
     neardup: float = 0.0
@@ -57,7 +62,7 @@ class Protocol:
     # "lr": logistic regression (C = ``c``); "svm": ASReview's ELAS u4 classifier (a linear
     # SVM, C = 0.11, non-relevant documents weighted down to a 1 : 9.8 ratio, judged
     # documents only); "ensemble": the two models' ranks fused by ``fusion``.
-    model: str = "lr"
+    model: str = "ensemble"
     # "mean": the mean of the two ranks; "rrf": reciprocal rank fusion (Cormack, Clarke and
     # Buettcher 2009, k = 60), which favours a document either model puts near its top.
     fusion: str = "mean"
@@ -103,39 +108,6 @@ class Run:
     step_seconds: list[float] = field(default_factory=list)
 
 
-def _svm_scores(matrix, judged: list[int], labels: list[int]):
-    """ASReview's ELAS u4 model: LinearSVC (squared hinge, C = 0.11) with its "balanced"
-    sample weights (class 1 weight 1, class 0 n1 / (9.8 n0), scaled to mean 1)."""
-    from sklearn.svm import LinearSVC
-
-    y = np.asarray(labels, dtype=int)
-    n1, n0 = int(y.sum()), int(len(y) - y.sum())
-    if n1 == 0 or n0 == 0:
-        raise active.NotTrainable("one class")
-    w = np.where(y == 1, 1.0, n1 / (9.8 * n0))
-    w *= len(y) / w.sum()
-    fitted = LinearSVC(C=0.11, loss="squared_hinge").fit(matrix[judged], y, sample_weight=w)
-    return np.asarray(matrix @ fitted.coef_.ravel().astype(matrix.dtype)).ravel()
-
-
-def _ranks(scores):
-    """0 for the highest score, 1 for the next... (ties by row)."""
-    out = np.empty(len(scores))
-    out[np.argsort(-np.asarray(scores), kind="stable")] = np.arange(len(scores))
-    return out
-
-
-def fuse(first, second, fusion: str = "mean"):
-    """Fuse two score arrays by rank (higher is better in both and in the result): "mean",
-    minus the sum of the two ranks; "rrf", the sum of 1 / (60 + rank + 1)."""
-    a, b = _ranks(first), _ranks(second)
-    if fusion == "mean":
-        return -(a + b)
-    if fusion == "rrf":
-        return 1 / (61 + a) + 1 / (61 + b)
-    raise ValueError(f"unknown fusion {fusion!r}; use mean or rrf")
-
-
 def _model_scores(
     matrix, judged: list[int], labels: list[int], protocol: Protocol, seed: int, svm_matrix=None
 ):
@@ -143,10 +115,10 @@ def _model_scores(
     (the same rows; default ``matrix``)."""
     svm_rows = matrix if svm_matrix is None else svm_matrix
     if protocol.model == "svm":
-        return _svm_scores(svm_rows, judged, labels)
+        return active.svm_scores(svm_rows, judged, labels)
     if protocol.model == "ensemble":
-        lr = _model_scores(matrix, judged, labels, Protocol(c=protocol.c), seed)
-        return fuse(lr, _svm_scores(svm_rows, judged, labels), protocol.fusion)
+        lr = _model_scores(matrix, judged, labels, Protocol(c=protocol.c, model="lr"), seed)
+        return active.rank_fuse(lr, active.svm_scores(svm_rows, judged, labels), protocol.fusion)
     rows, y = list(judged), list(labels)
     if protocol.presumed:
         extra = active.presumed_nonrelevant(range(matrix.shape[0]), judged, seed=seed)

@@ -124,3 +124,34 @@ def test_probabilities_are_what_scikit_learn_predicts(collection):
     ours = model.probabilities(matrix.astype(np.float32))
     theirs = model.estimator.predict_proba(matrix)[:, 1]
     assert np.allclose(ours, theirs, atol=1e-6)
+
+
+def test_the_screening_picker_orders_by_mean_rank_and_keeps_the_probabilities(collection):
+    matrix, relevant = collection
+    matrix = matrix.astype(np.float32)
+    judged = seeds(relevant, 3, 7)
+    candidates = range(0, matrix.shape[0], 2)  # even rows only
+    model, scores = active.train_screening(
+        matrix, judged, relevant[judged], candidates, seed=4, c=3.0
+    )
+    p = active.train_labeller(
+        matrix, judged, relevant[judged], candidates, seed=4, c=3.0
+    ).probabilities(matrix)
+    assert np.allclose(model.probabilities(matrix), p)
+    svm = active.svm_scores(matrix, judged, relevant[judged])
+    pool = np.arange(0, matrix.shape[0], 2)
+    # The candidates come in the order of the mean of the two ranks (among candidates)...
+    by_rank = pool[np.argsort(active._ranks(p[pool]) + active._ranks(svm[pool]), kind="stable")]
+    assert np.argsort(-scores[pool], kind="stable")[:50].tolist() == [
+        int(np.flatnonzero(pool == r)[0]) for r in by_rank[:50]
+    ]
+    assert by_rank[:50].tolist() != pool[np.argsort(-p[pool], kind="stable")][:50].tolist()
+    # ...carrying the logistic regression's probabilities: the same values, so the same
+    # count above 0.5; rows outside the candidates keep their own.
+    assert np.allclose(np.sort(scores[pool]), np.sort(p[pool]))
+    assert np.allclose(scores[1::2], p[1::2])
+    # CAL on these scores picks the fused order's best candidates.
+    picked = active.select("cal", scores, candidates, judged, 10)
+    assert picked == [r for r in by_rank.tolist() if r not in set(judged)][:10]
+    with pytest.raises(active.NotTrainable):
+        active.svm_scores(matrix, [0, 2], [0, 0])

@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 
-from core import screening
+from core import active, screening
 
 
 def test_autotar_batches_grow_by_a_tenth_rounded_up():
@@ -147,15 +147,31 @@ def test_at_lag_2_each_document_was_picked_by_the_model_of_all_judgments_but_the
         screening.screen(matrix, truth, priors, screening.Protocol(lag=-1))
 
 
+def test_the_default_picks_as_the_live_loop_by_the_mean_rank_of_the_two_models():
+    matrix, truth = _collection(seed=4)
+    judged = [*np.flatnonzero(truth)[:3].tolist(), *np.flatnonzero(truth == 0)[:20].tolist()]
+    labels = truth[judged].tolist()
+    protocol = screening.Protocol()
+    assert (protocol.model, protocol.c, protocol.lag) == ("ensemble", active.ENSEMBLE_C, 1)
+    simulated = screening._model_scores(matrix, judged, labels, protocol, 7)
+    _model, live = active.train_screening(
+        matrix, judged, labels, range(matrix.shape[0]), seed=7, c=protocol.c
+    )
+    top = np.argsort(-simulated, kind="stable")[:40].tolist()
+    assert top == np.argsort(-live, kind="stable")[:40].tolist()
+    lr = screening._model_scores(matrix, judged, labels, screening.Protocol(model="lr"), 7)
+    assert top != np.argsort(-lr, kind="stable")[:40].tolist()  # the fusion is seen
+
+
 def test_rank_fusion_puts_first_what_both_models_rank_high_or_either_ranks_first():
     a = np.array([0.9, 0.8, 0.1, 0.5])
     b = np.array([0.1, 0.7, 0.9, 0.6])
     # ranks: a 0 1 3 2, b 3 1 0 2
-    assert np.argmax(screening.fuse(a, b, "mean")) == 1  # 1 + 1 beats 0 + 3 and 3 + 0
-    rrf = screening.fuse(a, b, "rrf")
+    assert np.argmax(active.rank_fuse(a, b, "mean")) == 1  # 1 + 1 beats 0 + 3 and 3 + 0
+    rrf = active.rank_fuse(a, b, "rrf")
     assert rrf[1] > rrf[3] and rrf[0] == pytest.approx(rrf[2])
     with pytest.raises(ValueError, match="unknown fusion"):
-        screening.fuse(a, b, "max")
+        active.rank_fuse(a, b, "max")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -165,7 +181,13 @@ def test_retraining_after_every_document_finds_all_sooner_than_autotars_growth(s
     matrix, truth = _collection(relevant=20, seed=seed)
     priors = screening.priors_for(truth, 1)
     ours = screening.screen(matrix, truth, priors, screening.Protocol(), seed=1)
-    autotar = screening.screen(matrix, truth, priors, screening.Protocol(singles=0), seed=1)
+    autotar = screening.screen(
+        matrix,
+        truth,
+        priors,
+        screening.Protocol(singles=0, model="lr", c=active.SCREENING_C),
+        seed=1,
+    )
     reach = screening.documents_to_recall(ours.order, truth)[1.0]
     assert reach <= 24 < screening.documents_to_recall(autotar.order, truth)[1.0]
 
