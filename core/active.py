@@ -285,8 +285,14 @@ def train_screening(
     """
     model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c)
     p = model.probabilities(matrix)
+    try:
+        svm = svm_scores(matrix, rows, labels)
+    except NotTrainable:
+        # Only relevant documents judged: the presumed sample gives the logistic regression
+        # its other class, the SVM has none, so it picks alone (as before the ensemble).
+        return model, p
     pool = _unjudged(candidates, [])  # ranked among the candidates, the rows picked from
-    fused = rank_fuse(p[pool], svm_scores(matrix, rows, labels)[pool])
+    fused = rank_fuse(p[pool], svm[pool])
     scores = p.copy()  # rows outside the candidates keep their own probability
     scores[pool[np.argsort(-fused, kind="stable")]] = np.sort(p[pool])[::-1]
     return model, scores

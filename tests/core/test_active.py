@@ -155,3 +155,15 @@ def test_the_screening_picker_orders_by_mean_rank_and_keeps_the_probabilities(co
     assert picked == [r for r in by_rank.tolist() if r not in set(judged)][:10]
     with pytest.raises(active.NotTrainable):
         active.svm_scores(matrix, [0, 2], [0, 0])
+
+
+def test_the_screening_picker_trains_on_relevant_judgments_alone_as_the_lr_did(collection):
+    # The presumed non-relevant sample gives the logistic regression a second class; the
+    # SVM (judged documents only) has none, so the picker falls back to the regression
+    # instead of refusing to train, as the picker before the ensemble did.
+    matrix, relevant = collection
+    judged = np.flatnonzero(relevant)[:4]
+    model, scores = active.train_screening(matrix, judged, [1, 1, 1, 1], range(2000), seed=2)
+    assert np.allclose(scores, model.probabilities(matrix))
+    with pytest.raises(active.NotTrainable):
+        active.train_screening(matrix, judged, [0, 0, 0, 0], range(2000))
