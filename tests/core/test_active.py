@@ -167,3 +167,12 @@ def test_the_screening_picker_trains_on_relevant_judgments_alone_as_the_lr_did(c
     assert np.allclose(scores, model.probabilities(matrix))
     with pytest.raises(active.NotTrainable):
         active.train_screening(matrix, judged, [0, 0, 0, 0], range(2000))
+
+
+@pytest.mark.parametrize("values", [None, 1000, 3])
+def test_the_fast_descending_order_is_the_stable_sort_ties_by_row(values):
+    rng = np.random.default_rng(5)
+    x = rng.random(20_000)
+    if values:  # many ties
+        x = rng.integers(0, values, 20_000).astype(float)
+    assert active._descending(x).tolist() == np.argsort(-x, kind="stable").tolist()
