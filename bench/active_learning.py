@@ -12,6 +12,9 @@
    batch of 10 judgments, against the same floor on the collection's matrix.
 
     .venv/bin/python bench/active_learning.py [--rows 500000] [--repeat 5] [--skip-demo]
+
+3. The screening picker of a plan retrained after every judged document, before and since
+   issue 36's third round (``core.active.train_screening``), on the synthetic matrix.
 """
 
 import argparse
@@ -104,6 +107,19 @@ def bench_synthetic(rows: int, repeat: int) -> None:
         active.select("cal", p, candidates, taken, 100)
 
     report(f"engine iteration at {rows:,} rows (2 models)", timed(engine_iteration, repeat), base)
+
+    # The screening picker (a plan retrained after every judged document): AutoTAR's
+    # logistic regression before issue 36's third round, its mean rank with ASReview's SVM
+    # now (docs/active-learning.md, "Third round").
+    def picker_before():
+        model = active.train_labeller(matrix, judged, labels, candidates, c=active.SCREENING_C)
+        model.probabilities(matrix)
+
+    def picker_now():
+        active.train_screening(matrix, judged, labels, candidates, c=active.ENSEMBLE_C)
+
+    report(f"screening picker before at {rows:,} rows", timed(picker_before, repeat), base)
+    report(f"screening picker now (ensemble) at {rows:,} rows", timed(picker_now, repeat), base)
 
 
 def bench_demo(repeat: int) -> None:

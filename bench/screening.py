@@ -5,7 +5,8 @@ document is found, in the same run. Reports documents to 80/90/95/100% recall pe
 
     .venv/bin/python bench/screening.py --data cacm --topics 10 --priors 3
     .venv/bin/python bench/screening.py --data cranfield --data mail --variants autotar
-    .venv/bin/python bench/screening.py --data cacm --no-asreview --variants all  # tuning
+    .venv/bin/python bench/screening.py --data cacm --tuning --no-asreview --variants all
+    .venv/bin/python bench/screening.py --data mail --variants "" --asreview-cache /tmp/a
 
 Collections: ``cacm`` and ``cranfield`` from ../shared/data (title + abstract; Cranfield
 codes 1-3 relevant, as ``core.parsing.trec.cranfield_grade``), ``mail`` the demo corpus
@@ -13,7 +14,8 @@ codes 1-3 relevant, as ``core.parsing.trec.cranfield_grade``), ``mail`` the demo
 when its List-Id header (never shown to either tool) names the list. Topics: those with at
 least 5 relevant documents, ``--topics`` of them spread evenly in number order. ASReview is
 run by its own Python (``--asreview``, default /tmp/asr/bin/python; install it there with
-``python3.11 -m venv /tmp/asr && /tmp/asr/bin/pip install asreview``).
+``python3.11 -m venv /tmp/asr && /tmp/asr/bin/pip install asreview``). ``--variants ""``
+runs ASReview alone (to fill ``--asreview-cache`` while the variants are still tuned).
 """
 
 import argparse
@@ -52,63 +54,100 @@ MAIL_LISTS = {
 }
 
 ASR = {"ngrams": 2, "numbers": True, "stop_words": False, "min_df": 1}
+
+
+def _protocol(**changes) -> screening.Protocol:
+    """``screening.Protocol`` as the first two rounds measured it (logistic regression,
+    C = 10, unless ``changes`` say otherwise), so a variant's name keeps its meaning when
+    the default moves."""
+    return screening.Protocol(**{"model": "lr", "c": 10.0, **changes})
+
+
 # name -> (feature options, screening protocol). C = 30 was sasc's C before the screening
 # measurements (core.active.DEFAULT_C); "autotar-c10" is what the live loop did before
-# issue 36's second round, "sasc" (lag 1, C = 10) what it does now.
+# issue 36's second round, "lag1" (lag 1, C = 10) what it did after it, "lag1-ens-c3" (the
+# mean rank of logistic regression at C = 3 and ELAS u4's SVM) what it does since the
+# third round, and "sasc" whatever core.screening.Protocol() is now (the live default).
+# Feature options may hold "svm": the SVM's own feature options in an ensemble.
 VARIANTS = {
     # sasc before this work: letters-only unigrams, one document per retrain, no presumed
-    "old": ({}, screening.Protocol(growing=False, lookahead=False, presumed=False, c=30.0)),
-    "batch1": ({}, screening.Protocol(growing=False, lookahead=False, c=30.0)),
-    "batch1-pairs": ({"ngrams": 2}, screening.Protocol(growing=False, lookahead=False, c=30.0)),
+    "old": ({}, _protocol(growing=False, lag=0, presumed=False, c=30.0)),
+    "batch1": ({}, _protocol(growing=False, lag=0, c=30.0)),
+    "batch1-pairs": ({"ngrams": 2}, _protocol(growing=False, lag=0, c=30.0)),
     "batch1-numbers": (
         {"numbers": True},
-        screening.Protocol(growing=False, lookahead=False, c=30.0),
+        _protocol(growing=False, lag=0, c=30.0),
     ),
     "batch1-pairs-numbers": (
         {"ngrams": 2, "numbers": True},
-        screening.Protocol(growing=False, lookahead=False, c=30.0),
+        _protocol(growing=False, lag=0, c=30.0),
     ),
-    "batch1-neardup": ({}, screening.Protocol(growing=False, lookahead=False, neardup=0.8, c=30.0)),
-    "autotar-nowait": ({}, screening.Protocol(lookahead=False, c=30.0, singles=0)),
-    "autotar": ({}, screening.Protocol(c=30.0, singles=0)),
-    "autotar-c3": ({}, screening.Protocol(c=3.0, singles=0)),
-    "autotar-c10": ({}, screening.Protocol(c=10.0, singles=0)),
-    "autotar-c10-neardup": ({}, screening.Protocol(c=10.0, neardup=0.8, singles=0)),
+    "batch1-neardup": ({}, _protocol(growing=False, lag=0, neardup=0.8, c=30.0)),
+    "autotar-nowait": ({}, _protocol(lag=0, c=30.0, singles=0)),
+    "autotar": ({}, _protocol(c=30.0, singles=0)),
+    "autotar-c3": ({}, _protocol(c=3.0, singles=0)),
+    "autotar-c10": ({}, _protocol(c=10.0, singles=0)),
+    "autotar-c10-neardup": ({}, _protocol(c=10.0, neardup=0.8, singles=0)),
     "autotar-c10-pairs-numbers": (
         {"ngrams": 2, "numbers": True},
-        screening.Protocol(c=10.0, singles=0),
+        _protocol(c=10.0, singles=0),
     ),
-    "autotar-c10-balanced": ({}, screening.Protocol(c=10.0, balanced=True, singles=0)),
-    "autotar-c1-balanced": ({}, screening.Protocol(c=1.0, balanced=True, singles=0)),
-    "autotar-c100": ({}, screening.Protocol(c=100.0, singles=0)),
-    "autotar-pairs-c3": ({"ngrams": 2}, screening.Protocol(c=3.0, singles=0)),
-    "autotar-pairs-c10": ({"ngrams": 2}, screening.Protocol(c=10.0, singles=0)),
-    "autotar-nopresumed": ({}, screening.Protocol(presumed=False, c=30.0, singles=0)),
-    "autotar-pairs": ({"ngrams": 2}, screening.Protocol(c=30.0, singles=0)),
-    "autotar-numbers": ({"numbers": True}, screening.Protocol(c=30.0, singles=0)),
-    "autotar-neardup": ({}, screening.Protocol(neardup=0.8, c=30.0, singles=0)),
+    "autotar-c10-balanced": ({}, _protocol(c=10.0, balanced=True, singles=0)),
+    "autotar-c1-balanced": ({}, _protocol(c=1.0, balanced=True, singles=0)),
+    "autotar-c100": ({}, _protocol(c=100.0, singles=0)),
+    "autotar-pairs-c3": ({"ngrams": 2}, _protocol(c=3.0, singles=0)),
+    "autotar-pairs-c10": ({"ngrams": 2}, _protocol(c=10.0, singles=0)),
+    "autotar-nopresumed": ({}, _protocol(presumed=False, c=30.0, singles=0)),
+    "autotar-pairs": ({"ngrams": 2}, _protocol(c=30.0, singles=0)),
+    "autotar-numbers": ({"numbers": True}, _protocol(c=30.0, singles=0)),
+    "autotar-neardup": ({}, _protocol(neardup=0.8, c=30.0, singles=0)),
     "autotar-pairs-numbers": (
         {"ngrams": 2, "numbers": True},
-        screening.Protocol(c=30.0, singles=0),
+        _protocol(c=30.0, singles=0),
     ),
     # Issue 36 item 2, second round: retrain after every judgment with one document queued
     # ahead (lag 1), or for the first N judgments before AutoTAR's growth; ASReview's own
     # features (ASR: word pairs, numbers and stop words kept, min_df 1) and classifier.
-    "lag1": ({}, screening.Protocol(growing=False)),
-    # the live default (core.screening.Protocol(), ranking's learning step): lag 1
+    "lag1": ({}, _protocol(growing=False)),
+    # the live default (core._protocol(), ranking's learning step): lag 1
     "sasc": ({}, screening.Protocol()),
-    "singles50": ({}, screening.Protocol(singles=50)),
-    "singles100": ({}, screening.Protocol(singles=100)),
-    "singles200": ({}, screening.Protocol(singles=200)),
-    "lag1-asrfeat": (ASR, screening.Protocol(growing=False)),
-    "lag1-svm": ({}, screening.Protocol(growing=False, model="svm")),
-    "lag1-svm-asrfeat": (ASR, screening.Protocol(growing=False, model="svm")),
-    "lag1-ens": ({}, screening.Protocol(growing=False, model="ensemble")),
-    "lag1-ens-asrfeat": (ASR, screening.Protocol(growing=False, model="ensemble")),
-    "lag1-pairs": ({"ngrams": 2}, screening.Protocol(growing=False)),
-    "lag1-neardup": ({}, screening.Protocol(growing=False, neardup=0.8)),
-    "lag1-c3": ({}, screening.Protocol(growing=False, c=3.0)),
-    "lag1-c30": ({}, screening.Protocol(growing=False, c=30.0)),
+    "singles50": ({}, _protocol(singles=50)),
+    "singles100": ({}, _protocol(singles=100)),
+    "singles200": ({}, _protocol(singles=200)),
+    "lag1-asrfeat": (ASR, _protocol(growing=False)),
+    "lag1-svm": ({}, _protocol(growing=False, model="svm")),
+    "lag1-svm-asrfeat": (ASR, _protocol(growing=False, model="svm")),
+    "lag1-ens": ({}, _protocol(growing=False, model="ensemble")),
+    "lag1-ens-asrfeat": (ASR, _protocol(growing=False, model="ensemble")),
+    "lag1-pairs": ({"ngrams": 2}, _protocol(growing=False)),
+    "lag1-neardup": ({}, _protocol(growing=False, neardup=0.8)),
+    "lag1-c3": ({}, _protocol(growing=False, c=3.0)),
+    "lag1-c30": ({}, _protocol(growing=False, c=30.0)),
+    # Issue 36 item 2, third round: the lag (0: the reviewer waits for every model, as in
+    # ASReview's simulation; 2: the live judging page, which preloads the next document),
+    # the rank ensemble at C = 3, its SVM half on ASReview's own features ("svm": the
+    # feature options of the SVM's matrix), and reciprocal rank fusion.
+    "lag0": ({}, _protocol(growing=False, lag=0)),
+    "lag2": ({}, _protocol(growing=False, lag=2)),
+    "lag2-c3": ({}, _protocol(growing=False, lag=2, c=3.0)),
+    "lag1-ens-c3": ({}, _protocol(growing=False, model="ensemble", c=3.0)),
+    "lag1-ens-svmasr": ({"svm": ASR}, _protocol(growing=False, model="ensemble")),
+    "lag1-ens-c3-svmasr": (
+        {"svm": ASR},
+        _protocol(growing=False, model="ensemble", c=3.0),
+    ),
+    "lag1-rrf": ({}, _protocol(growing=False, model="ensemble", fusion="rrf")),
+    "lag1-rrf-c3": (
+        {},
+        _protocol(growing=False, model="ensemble", fusion="rrf", c=3.0),
+    ),
+    "lag0-ens-c3": ({}, _protocol(growing=False, lag=0, model="ensemble", c=3.0)),
+    "lag2-ens": ({}, _protocol(growing=False, lag=2, model="ensemble")),
+    "lag2-ens-c3": ({}, _protocol(growing=False, lag=2, model="ensemble", c=3.0)),
+    "lag2-ens-c3-svmasr": (
+        {"svm": ASR},
+        _protocol(growing=False, lag=2, model="ensemble", c=3.0),
+    ),
 }
 
 
@@ -201,6 +240,16 @@ def run_asreview(python: str, texts, jobs, cache: Path | None = None):
     return runs, seconds
 
 
+def _matrix(texts, options: dict, built: dict):
+    """The TF-IDF matrix of ``texts`` with feature ``options``, built once per options."""
+    key = json.dumps(options, sort_keys=True)
+    if key not in built:
+        built[key] = features.build_tfidf(
+            ((str(i), x) for i, x in enumerate(texts)), **options
+        ).matrix
+    return built[key]
+
+
 def summarise(order, truth, step_seconds):
     reach = screening.documents_to_recall(order, truth)
     return {
@@ -227,7 +276,7 @@ def main():
         "--asreview-cache", type=Path, help="folder: reuse ASReview's runs of the same jobs"
     )
     args = parser.parse_args()
-    names = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
+    names = list(VARIANTS) if args.variants == "all" else [n for n in args.variants.split(",") if n]
     results = {}
     for data in args.data or ["cacm"]:
         texts, topics = mail_collection() if data == "mail" else smart_collection(data)
@@ -259,15 +308,14 @@ def main():
         matrices = {}
         for name in names:
             options, protocol = VARIANTS[name]
-            key = json.dumps(options, sort_keys=True)
-            if key not in matrices:
-                matrices[key] = features.build_tfidf(
-                    ((str(i), x) for i, x in enumerate(texts)), **options
-                ).matrix
+            options = dict(options)
+            svm = options.pop("svm", None)
+            svm_matrix = None if svm is None else _matrix(texts, svm, matrices)
+            rows = _matrix(texts, options, matrices)
             started = time.perf_counter()
             out[name] = []
             for t, s, tr, p in runs:
-                run = screening.screen(matrices[key], tr, p, protocol, seed=s)
+                run = screening.screen(rows, tr, p, protocol, seed=s, svm_matrix=svm_matrix)
                 out[name].append(
                     {"topic": t, "prior": s, **summarise(run.order, tr, run.step_seconds)}
                 )

@@ -27,6 +27,12 @@ DEFAULT_C = 30.0
 # training set): C = 10 needed fewer documents to 95% and 100% recall than 3, 30 or 100 on 10
 # CACM topics x 3 priors (docs/active-learning.md, "Screening beside ASReview").
 SCREENING_C = 10.0
+# For the picker of a screening review retrained after every judged document: logistic
+# regression (C = 3, presumed non-relevant documents) and ASReview's SVM fused by mean rank
+# (``train_screening``): fewer documents to 95% and 100% recall than the logistic regression
+# alone at C = 10 on the tuning topics of CACM and Cranfield (docs/active-learning.md,
+# "Third round").
+ENSEMBLE_C = 3.0
 
 
 class NotTrainable(ValueError):
@@ -224,6 +230,82 @@ def train_labeller(matrix, rows, labels, candidates, *, seed: int = 0, c: float 
         seed=seed,
         c=c,
     )
+
+
+def svm_scores(matrix, rows, labels) -> np.ndarray:
+    """Return every row's margin under ASReview's default classifier (ELAS u4, its 3.0
+    source): a linear SVM (squared hinge, C = 0.11) trained on ``matrix[rows]`` alone (no
+    presumed non-relevant documents), with its balancer's sample weights (relevant 1,
+    non-relevant n1 / (9.8 n0), scaled to mean 1), which weight the relevant class up."""
+    from sklearn.svm import LinearSVC
+
+    y = np.asarray(labels, dtype=int)
+    n1, n0 = int(y.sum()), int(len(y) - y.sum())
+    if n1 == 0 or n0 == 0:
+        raise NotTrainable(f"the judgments hold {n1} relevant and {n0} non-relevant documents")
+    w = np.where(y == 1, 1.0, n1 / (9.8 * n0))
+    w *= len(y) / w.sum()
+    rows = np.asarray(rows, dtype=np.int64)
+    fitted = LinearSVC(C=0.11, loss="squared_hinge").fit(matrix[rows], y, sample_weight=w)
+    return np.asarray(matrix @ fitted.coef_.ravel().astype(matrix.dtype)).ravel()
+
+
+def _descending(scores) -> np.ndarray:
+    """Row indices from the highest score to the lowest, ties by row number: what
+    ``np.argsort(-scores, kind="stable")`` returns, in under half its time at 500,000 rows
+    (unique keys, value rank times n plus row, so the faster unstable sort is exact)."""
+    scores = np.asarray(scores)
+    n = len(scores)
+    _values, dense = np.unique(-scores, return_inverse=True)
+    return np.argsort(dense.astype(np.int64).ravel() * n + np.arange(n))
+
+
+def _ranks(scores) -> np.ndarray:
+    """0 for the highest score, 1 for the next... (ties by row)."""
+    out = np.empty(len(scores))
+    out[_descending(scores)] = np.arange(len(scores))
+    return out
+
+
+def rank_fuse(first, second, fusion: str = "mean") -> np.ndarray:
+    """Fuse two score arrays by rank (higher is better in both and in the result): "mean",
+    minus the sum of the two ranks; "rrf", reciprocal rank fusion (Cormack, Clarke and
+    Buettcher 2009), the sum of 1 / (60 + rank), ranks counted from 1."""
+    a, b = _ranks(first), _ranks(second)
+    if fusion == "mean":
+        return -(a + b)
+    if fusion == "rrf":
+        return 1 / (61 + a) + 1 / (61 + b)
+    raise ValueError(f"unknown fusion {fusion!r}; use mean or rrf")
+
+
+def train_screening(
+    matrix, rows, labels, candidates, *, seed: int = 0, c: float = ENSEMBLE_C
+) -> tuple[Model, np.ndarray]:
+    """Train the screening picker of a review retrained after every judged document: the
+    logistic regression of ``train_labeller`` (judged plus presumed non-relevant, C = ``c``)
+    and ``svm_scores`` (judged alone), fused by their mean rank.
+
+    Return the logistic regression and a score per row that orders the ``candidates`` as
+    their fused ranks do (ties by row) but keeps a probability's scale: the candidate at
+    fused rank i gets the i-th highest P(relevant) of the candidates under the logistic
+    regression. A mean rank is not a probability,
+    and the stored scores are read as one (thresholds, the stopping projection); the values,
+    and so the count above any threshold, are the logistic regression's.
+    """
+    model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c)
+    p = model.probabilities(matrix)
+    try:
+        svm = svm_scores(matrix, rows, labels)
+    except NotTrainable:
+        # Only relevant documents judged: the presumed sample gives the logistic regression
+        # its other class, the SVM has none, so it picks alone (as before the ensemble).
+        return model, p
+    pool = _unjudged(candidates, [])  # ranked among the candidates, the rows picked from
+    fused = rank_fuse(p[pool], svm[pool])
+    scores = p.copy()  # rows outside the candidates keep their own probability
+    scores[pool[_descending(fused)]] = np.sort(p[pool])[::-1]
+    return model, scores
 
 
 def hybrid_labels(probabilities: np.ndarray, candidates, judged) -> dict[int, tuple[int, float]]:

@@ -12,11 +12,19 @@ for a person judging in order:
   ASReview": fewer documents to 95% and 100% recall than AutoTAR's growth);
 - every retrain adds a fresh random sample of 100 unjudged documents labelled non-relevant
   ("presumed non-relevant", ``core.active.presumed_nonrelevant``);
-- within a batch the reviewer judges the highest-scored documents first.
+- within a batch the reviewer judges the highest-scored documents first;
+- the model (sasc's default since the third round, ``Protocol.model`` "ensemble"): the mean
+  rank of that logistic regression (C = ``core.active.ENSEMBLE_C``) and ASReview's default
+  classifier (``core.active.svm_scores``), as the live loop picks
+  (``core.active.train_screening``). ``Protocol(singles=0, model="lr",
+  c=core.active.SCREENING_C)`` is a live plan growing its batches (AutoTAR).
 
-``Protocol.lookahead`` is the live loop's "the reviewer never waits": the next batch is
-queued while the current one is judged, so it is picked by the model that had not seen the
-current batch (``ranking.learning_queue`` tops the queue up one batch ahead).
+``Protocol.lag`` is the live loop's "the reviewer never waits": ``lag`` batches are queued
+while the current one is judged, so the batch judged next was picked by a model that had not
+seen the last ``lag`` batches. 0: the reviewer waits for each model (ASReview's simulation);
+1: one batch queued ahead (``ranking.learning_queue`` tops the queue up one batch ahead);
+2: what the live judging page gives with batches of 1, because the page preloads the next
+document while the current one is judged (docs/active-learning.md, "Third round").
 
 Everything random takes a seed; a run is reproducible.
 """
@@ -38,9 +46,11 @@ class Protocol:
     """How the simulated review picks documents (see the module docstring)."""
 
     growing: bool = True  # AutoTAR's batches; False: one document per retrain throughout
-    lookahead: bool = True  # the next batch is picked before the current one is judged
+    # Batches picked before the current one is judged (see the module docstring); 0: the
+    # reviewer waits for every model.
+    lag: int = 1
     presumed: bool = True  # AutoTAR's presumed non-relevant sample in every training set
-    c: float = active.SCREENING_C
+    c: float = active.ENSEMBLE_C
     # Cosine similarity at which an unjudged document that near-duplicates a document just
     # judged relevant jumps the queue (0: off).
     neardup: float = 0.0
@@ -51,8 +61,11 @@ class Protocol:
     singles: int | None = None
     # "lr": logistic regression (C = ``c``); "svm": ASReview's ELAS u4 classifier (a linear
     # SVM, C = 0.11, non-relevant documents weighted down to a 1 : 9.8 ratio, judged
-    # documents only); "ensemble": the mean of the two models' ranks.
-    model: str = "lr"
+    # documents only); "ensemble": the two models' ranks fused by ``fusion``.
+    model: str = "ensemble"
+    # "mean": the mean of the two ranks; "rrf": reciprocal rank fusion (Cormack, Clarke and
+    # Buettcher 2009, k = 60), which favours a document either model puts near its top.
+    fusion: str = "mean"
 
 
 def autotar_batches(first: int = 1, singles: int | None = 0) -> Iterator[int]:
@@ -95,34 +108,17 @@ class Run:
     step_seconds: list[float] = field(default_factory=list)
 
 
-def _svm_scores(matrix, judged: list[int], labels: list[int]):
-    """ASReview's ELAS u4 model: LinearSVC (squared hinge, C = 0.11) with its "balanced"
-    sample weights (class 1 weight 1, class 0 n1 / (9.8 n0), scaled to mean 1)."""
-    from sklearn.svm import LinearSVC
-
-    y = np.asarray(labels, dtype=int)
-    n1, n0 = int(y.sum()), int(len(y) - y.sum())
-    if n1 == 0 or n0 == 0:
-        raise active.NotTrainable("one class")
-    w = np.where(y == 1, 1.0, n1 / (9.8 * n0))
-    w *= len(y) / w.sum()
-    fitted = LinearSVC(C=0.11, loss="squared_hinge").fit(matrix[judged], y, sample_weight=w)
-    return np.asarray(matrix @ fitted.coef_.ravel().astype(matrix.dtype)).ravel()
-
-
-def _ranks(scores):
-    """0 for the highest score, 1 for the next... (ties by row)."""
-    out = np.empty(len(scores))
-    out[np.argsort(-np.asarray(scores), kind="stable")] = np.arange(len(scores))
-    return out
-
-
-def _model_scores(matrix, judged: list[int], labels: list[int], protocol: Protocol, seed: int):
+def _model_scores(
+    matrix, judged: list[int], labels: list[int], protocol: Protocol, seed: int, svm_matrix=None
+):
+    """Scores of every row (higher: picked sooner); ``svm_matrix``: the SVM's own features
+    (the same rows; default ``matrix``)."""
+    svm_rows = matrix if svm_matrix is None else svm_matrix
     if protocol.model == "svm":
-        return _svm_scores(matrix, judged, labels)
+        return active.svm_scores(svm_rows, judged, labels)
     if protocol.model == "ensemble":
-        lr = _model_scores(matrix, judged, labels, Protocol(c=protocol.c), seed)
-        return -(_ranks(lr) + _ranks(_svm_scores(matrix, judged, labels)))
+        lr = _model_scores(matrix, judged, labels, Protocol(c=protocol.c, model="lr"), seed)
+        return active.rank_fuse(lr, active.svm_scores(svm_rows, judged, labels), protocol.fusion)
     rows, y = list(judged), list(labels)
     if protocol.presumed:
         extra = active.presumed_nonrelevant(range(matrix.shape[0]), judged, seed=seed)
@@ -139,9 +135,13 @@ def _model_scores(matrix, judged: list[int], labels: list[int], protocol: Protoc
     return active.train(matrix, rows, y, seed=seed, c=protocol.c).probabilities(matrix)
 
 
-def screen(matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int = 0) -> Run:
+def screen(
+    matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int = 0, svm_matrix=None
+) -> Run:
     """Simulate a review of every row of ``matrix`` against ``truth`` (0/1 per row), starting
-    from the judged ``priors``, until every relevant row is found (or none is left)."""
+    from the judged ``priors``, until every relevant row is found (or none is left).
+    ``svm_matrix``: other features of the same rows for the SVM of ``model`` "svm" or
+    "ensemble" (ASReview's, say)."""
     truth = np.asarray(truth, dtype=int)
     total = int(truth.sum())
     n = matrix.shape[0]
@@ -157,7 +157,7 @@ def screen(matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int 
     def pick():
         nonlocal step
         started = time.perf_counter()
-        p = _model_scores(matrix, order, truth[order].tolist(), protocol, seed + step)
+        p = _model_scores(matrix, order, truth[order].tolist(), protocol, seed + step, svm_matrix)
         taken = judged.copy()
         for waiting in queued:
             taken[waiting] = True
@@ -167,11 +167,14 @@ def screen(matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int 
         step += 1
         queued.append(top)
 
+    if protocol.lag < 0:
+        raise ValueError(f"lag must be 0 or more, not {protocol.lag}")
     while found < total and judged.sum() < n:
-        if not queued:
-            pick()  # nothing waiting (the start): the reviewer waits this once
-        if protocol.lookahead:
-            pick()  # queued while the oldest batch is judged: its model has not seen it
+        # The batch to judge plus ``lag`` waiting: at the start the reviewer waits for the
+        # first pick, then each pick is queued while the oldest batch is judged, so its
+        # model has not seen the ``lag`` batches ahead of it.
+        while len(queued) < protocol.lag + 1:
+            pick()
         batch = queued.pop(0)
         if not batch and not any(queued):
             break

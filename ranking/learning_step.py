@@ -173,13 +173,24 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
     seed = plan.random_seed + version
     # Screening (CAL in growing batches, AutoTAR): the picker learns from presumed
     # non-relevant documents too, at the C measured for screening (docs/active-learning.md).
+    # Retrained after every judged document (singles None), it is the mean rank of that
+    # logistic regression (C = 3) and ASReview's SVM ("Third round").
     screening = plan.growing and plan.strategy == LearningPlan.Strategy.CAL
-    selector_c = active.SCREENING_C if screening else active.DEFAULT_C
+    ensemble = screening and plan.singles is None
+    if ensemble:
+        selector_c = active.ENSEMBLE_C
+    else:
+        selector_c = active.SCREENING_C if screening else active.DEFAULT_C
     try:
         # Two classifiers: the one that picks (judged documents alone, as in Rahman et al.,
         # or as AutoTAR when screening) and the one that labels the rest (plus presumed
         # non-relevant documents).
-        if screening:
+        p = None
+        if ensemble:
+            model, p = active.train_screening(
+                matrix.matrix, rows_judged, labels, candidates, seed=seed, c=selector_c
+            )
+        elif screening:
             model = active.train_labeller(
                 matrix.matrix, rows_judged, labels, candidates, seed=seed, c=selector_c
             )
@@ -189,7 +200,8 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
     except active.NotTrainable as exc:
         logger.info("plan %s: %s", plan.pk, exc)
         return None
-    p = model.probabilities(matrix.matrix)
+    if p is None:
+        p = model.probabilities(matrix.matrix)
     arrays = {"labels": labeller.probabilities(matrix.matrix)}
     if plan.strategy == LearningPlan.Strategy.SENSITIVITY:
         p_sensitive = _sensitivity_scores(plan, matrix, row_of)
@@ -221,6 +233,11 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
             "C": active.DEFAULT_C,
             "selector_C": selector_c,
             "selector_presumed": screening,
+            "selector": (
+                "mean rank of logistic regression and ELAS u4's SVM"
+                if ensemble
+                else "logistic regression"
+            ),
             "presumed_nonrelevant": labeller.negatives - (len(labels) - int(labels.sum())),
             "random_seed": seed,
             "strategy": plan.strategy,

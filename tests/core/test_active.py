@@ -124,3 +124,55 @@ def test_probabilities_are_what_scikit_learn_predicts(collection):
     ours = model.probabilities(matrix.astype(np.float32))
     theirs = model.estimator.predict_proba(matrix)[:, 1]
     assert np.allclose(ours, theirs, atol=1e-6)
+
+
+def test_the_screening_picker_orders_by_mean_rank_and_keeps_the_probabilities(collection):
+    matrix, relevant = collection
+    matrix = matrix.astype(np.float32)
+    judged = seeds(relevant, 3, 7)
+    candidates = range(0, matrix.shape[0], 2)  # even rows only
+    model, scores = active.train_screening(
+        matrix, judged, relevant[judged], candidates, seed=4, c=3.0
+    )
+    p = active.train_labeller(
+        matrix, judged, relevant[judged], candidates, seed=4, c=3.0
+    ).probabilities(matrix)
+    assert np.allclose(model.probabilities(matrix), p)
+    svm = active.svm_scores(matrix, judged, relevant[judged])
+    pool = np.arange(0, matrix.shape[0], 2)
+    # The candidates come in the order of the mean of the two ranks (among candidates)...
+    by_rank = pool[np.argsort(active._ranks(p[pool]) + active._ranks(svm[pool]), kind="stable")]
+    assert np.argsort(-scores[pool], kind="stable")[:50].tolist() == [
+        int(np.flatnonzero(pool == r)[0]) for r in by_rank[:50]
+    ]
+    assert by_rank[:50].tolist() != pool[np.argsort(-p[pool], kind="stable")][:50].tolist()
+    # ...carrying the logistic regression's probabilities: the same values, so the same
+    # count above 0.5; rows outside the candidates keep their own.
+    assert np.allclose(np.sort(scores[pool]), np.sort(p[pool]))
+    assert np.allclose(scores[1::2], p[1::2])
+    # CAL on these scores picks the fused order's best candidates.
+    picked = active.select("cal", scores, candidates, judged, 10)
+    assert picked == [r for r in by_rank.tolist() if r not in set(judged)][:10]
+    with pytest.raises(active.NotTrainable):
+        active.svm_scores(matrix, [0, 2], [0, 0])
+
+
+def test_the_screening_picker_trains_on_relevant_judgments_alone_as_the_lr_did(collection):
+    # The presumed non-relevant sample gives the logistic regression a second class; the
+    # SVM (judged documents only) has none, so the picker falls back to the regression
+    # instead of refusing to train, as the picker before the ensemble did.
+    matrix, relevant = collection
+    judged = np.flatnonzero(relevant)[:4]
+    model, scores = active.train_screening(matrix, judged, [1, 1, 1, 1], range(2000), seed=2)
+    assert np.allclose(scores, model.probabilities(matrix))
+    with pytest.raises(active.NotTrainable):
+        active.train_screening(matrix, judged, [0, 0, 0, 0], range(2000))
+
+
+@pytest.mark.parametrize("values", [None, 1000, 3])
+def test_the_fast_descending_order_is_the_stable_sort_ties_by_row(values):
+    rng = np.random.default_rng(5)
+    x = rng.random(20_000)
+    if values:  # many ties
+        x = rng.integers(0, values, 20_000).astype(float)
+    assert active._descending(x).tolist() == np.argsort(-x, kind="stable").tolist()

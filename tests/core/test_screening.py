@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 
-from core import screening
+from core import active, screening
 
 
 def test_autotar_batches_grow_by_a_tenth_rounded_up():
@@ -55,8 +55,10 @@ def _collection(n=400, relevant=20, seed=0):
         screening.Protocol(singles=0),
         screening.Protocol(singles=5, model="svm"),
         screening.Protocol(growing=False, model="ensemble"),
-        screening.Protocol(growing=False, lookahead=False, presumed=False),
-        screening.Protocol(growing=False, lookahead=False, neardup=0.9),
+        screening.Protocol(growing=False, model="ensemble", fusion="rrf", c=3.0, lag=2),
+        screening.Protocol(growing=False, lag=0),
+        screening.Protocol(growing=False, lag=0, presumed=False),
+        screening.Protocol(growing=False, lag=0, neardup=0.9),
     ],
 )
 def test_a_review_finds_every_relevant_document_far_sooner_than_reading_in_order(protocol):
@@ -77,7 +79,7 @@ def test_a_review_finds_every_relevant_document_far_sooner_than_reading_in_order
 def test_the_reviewer_never_waits_so_each_batch_was_picked_before_the_last_one_was_judged():
     matrix, truth = _collection(seed=2)
     priors = screening.priors_for(truth, 0)
-    protocol = screening.Protocol(lookahead=True, singles=0)
+    protocol = screening.Protocol(lag=1, singles=0)
     run = screening.screen(matrix, truth, priors, protocol, seed=0)
 
     def top(known, seed, size, taken):
@@ -92,9 +94,7 @@ def test_the_reviewer_never_waits_so_each_batch_was_picked_before_the_last_one_w
     second = top(priors, 1, 2, set(priors + first))
     third = top(priors + first, 2, 3, set(priors + first + second))
     assert run.order[2:8] == first + second + third
-    fresh = screening.screen(
-        matrix, truth, priors, screening.Protocol(lookahead=False, singles=0), seed=0
-    )
+    fresh = screening.screen(matrix, truth, priors, screening.Protocol(lag=0, singles=0), seed=0)
     assert fresh.order[3:5] == top(priors + first, 1, 2, set(priors + first))
     assert fresh.order[3:5] != second  # so the test tells the two apart
 
@@ -121,6 +121,59 @@ def test_by_default_each_document_was_picked_by_the_model_of_all_judgments_but_t
         assert order[k] == top(order[: k - 1], k - 2, set(order[:k])), k
 
 
+def test_at_lag_2_each_document_was_picked_by_the_model_of_all_judgments_but_the_last_two():
+    # The live judging page preloads the next document while one is judged, so the queue
+    # holds two documents beyond the one being judged: the document judged k-th was picked
+    # while the (k-2)-th was judged, by the model trained on everything before that one.
+    matrix, truth = _collection(seed=3)
+    priors = screening.priors_for(truth, 0)
+    protocol = screening.Protocol(lag=2)
+    run = screening.screen(matrix, truth, priors, protocol, seed=0)
+    order = run.order
+    assert len(run.step_seconds) >= len(order) - 2  # one model per judged document (+2)
+
+    def top(known, seed, taken):
+        p = screening._model_scores(matrix, known, truth[known].tolist(), protocol, seed)
+        return next(r for r in np.argsort(-p, kind="stable").tolist() if r not in taken)
+
+    # Steps 0, 1 and 2 all see the priors alone (the reviewer waits for the first only).
+    assert order[2] == top(priors, 0, set(priors))
+    assert order[3] == top(priors, 1, set(order[:3]))
+    for k in range(4, len(order)):
+        assert order[k] == top(order[: k - 2], k - 2, set(order[:k])), k
+    lag1 = screening.screen(matrix, truth, priors, screening.Protocol(), seed=0).order
+    assert lag1 != order  # so the test tells lag 1 and lag 2 apart
+    with pytest.raises(ValueError, match="lag must be 0 or more"):
+        screening.screen(matrix, truth, priors, screening.Protocol(lag=-1))
+
+
+def test_the_default_picks_as_the_live_loop_by_the_mean_rank_of_the_two_models():
+    matrix, truth = _collection(seed=4)
+    judged = [*np.flatnonzero(truth)[:3].tolist(), *np.flatnonzero(truth == 0)[:20].tolist()]
+    labels = truth[judged].tolist()
+    protocol = screening.Protocol()
+    assert (protocol.model, protocol.c, protocol.lag) == ("ensemble", active.ENSEMBLE_C, 1)
+    simulated = screening._model_scores(matrix, judged, labels, protocol, 7)
+    _model, live = active.train_screening(
+        matrix, judged, labels, range(matrix.shape[0]), seed=7, c=protocol.c
+    )
+    top = np.argsort(-simulated, kind="stable")[:40].tolist()
+    assert top == np.argsort(-live, kind="stable")[:40].tolist()
+    lr = screening._model_scores(matrix, judged, labels, screening.Protocol(model="lr"), 7)
+    assert top != np.argsort(-lr, kind="stable")[:40].tolist()  # the fusion is seen
+
+
+def test_rank_fusion_puts_first_what_both_models_rank_high_or_either_ranks_first():
+    a = np.array([0.9, 0.8, 0.1, 0.5])
+    b = np.array([0.1, 0.7, 0.9, 0.6])
+    # ranks: a 0 1 3 2, b 3 1 0 2
+    assert np.argmax(active.rank_fuse(a, b, "mean")) == 1  # 1 + 1 beats 0 + 3 and 3 + 0
+    rrf = active.rank_fuse(a, b, "rrf")
+    assert rrf[1] > rrf[3] and rrf[0] == pytest.approx(rrf[2])
+    with pytest.raises(ValueError, match="unknown fusion"):
+        active.rank_fuse(a, b, "max")
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_retraining_after_every_document_finds_all_sooner_than_autotars_growth(seed):
     # 20 relevant of 400: the default finds them all within 24 documents on each of these
@@ -128,7 +181,13 @@ def test_retraining_after_every_document_finds_all_sooner_than_autotars_growth(s
     matrix, truth = _collection(relevant=20, seed=seed)
     priors = screening.priors_for(truth, 1)
     ours = screening.screen(matrix, truth, priors, screening.Protocol(), seed=1)
-    autotar = screening.screen(matrix, truth, priors, screening.Protocol(singles=0), seed=1)
+    autotar = screening.screen(
+        matrix,
+        truth,
+        priors,
+        screening.Protocol(singles=0, model="lr", c=active.SCREENING_C),
+        seed=1,
+    )
     reach = screening.documents_to_recall(ours.order, truth)[1.0]
     assert reach <= 24 < screening.documents_to_recall(autotar.order, truth)[1.0]
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from annotate import judgments, roles
 from annotate.models import Document, Judgment, Task, Topic
+from core import active
 from ranking import learning_plans, learning_queue, learning_state, learning_step
 from ranking.models import LearningModel, LearningPlan, MachineLabel
 from tests.learningkit import judge_next, learning_project
@@ -243,10 +244,30 @@ def test_a_plan_retrains_after_every_document_by_default_with_one_queued_ahead(s
     # A new model after every judged document (AutoTAR's growth retrained 7 times here).
     assert versions[-1] - versions[0] == 30, versions
     assert learning_state.batch_size(plan, 160, learning_state.plan_state(plan)) == 1
-    # The picker is AutoTAR's: presumed non-relevant documents in training, C for screening.
-    params = LearningModel.objects.filter(plan=plan).latest("version").params
-    assert params["selector_presumed"] is True and params["selector_C"] == 10.0
+    # The picker: presumed non-relevant documents in training, C for screening, fused with
+    # ASReview's SVM by mean rank (docs/active-learning.md, "Third round").
+    latest = LearningModel.objects.filter(plan=plan).latest("version")
+    params = latest.params
+    assert params["selector_presumed"] is True and params["selector_C"] == 3.0
+    assert params["selector"] == "mean rank of logistic regression and ELAS u4's SVM"
     assert params["presumed_nonrelevant"] > 0
+    # The stored scores are the ensemble's, on the scale of probabilities.
+    state = learning_state.plan_state(plan)
+    rows = learning_state.plan_rows(plan)
+    doc_rows = learning_state.document_rows(plan, rows.row_of, state.training)
+    judged = sorted(doc_rows)
+    labels = active.collapse([state.training[d] for d in judged])
+    _model, expected = active.train_screening(
+        rows.matrix.matrix,
+        [doc_rows[d] for d in judged],
+        labels,
+        rows.candidates,
+        seed=plan.random_seed + latest.version,
+        c=3.0,
+    )
+    stored = np.load(latest.scores_path)
+    assert np.allclose(stored, expected.astype(np.float32))
+    assert stored.min() >= 0 and stored.max() <= 1
 
 
 def test_a_plan_with_no_singles_grows_its_batches_as_autotar_and_keeps_one_batch_queued(setup):
