@@ -117,7 +117,8 @@ def _model_scores(
     if protocol.model == "svm":
         return active.svm_scores(svm_rows, judged, labels)
     if protocol.model == "ensemble":
-        lr = _model_scores(matrix, judged, labels, Protocol(c=protocol.c, model="lr"), seed)
+        half = Protocol(c=protocol.c, model="lr", presumed=protocol.presumed)
+        lr = _model_scores(matrix, judged, labels, half, seed)
         return active.rank_fuse(lr, active.svm_scores(svm_rows, judged, labels), protocol.fusion)
     rows, y = list(judged), list(labels)
     if protocol.presumed:
