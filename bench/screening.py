@@ -109,7 +109,7 @@ VARIANTS = {
     # ahead (lag 1), or for the first N judgments before AutoTAR's growth; ASReview's own
     # features (ASR: word pairs, numbers and stop words kept, min_df 1) and classifier.
     "lag1": ({}, _protocol(growing=False)),
-    # the live default (core._protocol(), ranking's learning step): lag 1
+    # the live default (core.screening.Protocol(), ranking's learning step)
     "sasc": ({}, screening.Protocol()),
     "singles50": ({}, _protocol(singles=50)),
     "singles100": ({}, _protocol(singles=100)),

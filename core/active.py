@@ -232,7 +232,7 @@ def train_labeller(matrix, rows, labels, candidates, *, seed: int = 0, c: float 
     )
 
 
-def svm_scores(matrix, rows, labels) -> np.ndarray:
+def svm_scores(matrix, rows, labels, *, seed: int = 0) -> np.ndarray:
     """Return every row's margin under ASReview's default classifier (ELAS u4, its 3.0
     source): a linear SVM (squared hinge, C = 0.11) trained on ``matrix[rows]`` alone (no
     presumed non-relevant documents), with its balancer's sample weights (relevant 1,
@@ -246,7 +246,9 @@ def svm_scores(matrix, rows, labels) -> np.ndarray:
     w = np.where(y == 1, 1.0, n1 / (9.8 * n0))
     w *= len(y) / w.sum()
     rows = np.asarray(rows, dtype=np.int64)
-    fitted = LinearSVC(C=0.11, loss="squared_hinge").fit(matrix[rows], y, sample_weight=w)
+    # Seeded: its dual solver visits rows in a random order (near-ties could flip between runs).
+    fitted = LinearSVC(C=0.11, loss="squared_hinge", random_state=seed)
+    fitted = fitted.fit(matrix[rows], y, sample_weight=w)
     return np.asarray(matrix @ fitted.coef_.ravel().astype(matrix.dtype)).ravel()
 
 
@@ -296,7 +298,7 @@ def train_screening(
     model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c)
     p = model.probabilities(matrix)
     try:
-        svm = svm_scores(matrix, rows, labels)
+        svm = svm_scores(matrix, rows, labels, seed=seed)
     except NotTrainable:
         # Only relevant documents judged: the presumed sample gives the logistic regression
         # its other class, the SVM has none, so it picks alone (as before the ensemble).

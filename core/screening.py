@@ -115,11 +115,13 @@ def _model_scores(
     (the same rows; default ``matrix``)."""
     svm_rows = matrix if svm_matrix is None else svm_matrix
     if protocol.model == "svm":
-        return active.svm_scores(svm_rows, judged, labels)
+        return active.svm_scores(svm_rows, judged, labels, seed=seed)
     if protocol.model == "ensemble":
         half = Protocol(c=protocol.c, model="lr", presumed=protocol.presumed)
         lr = _model_scores(matrix, judged, labels, half, seed)
-        return active.rank_fuse(lr, active.svm_scores(svm_rows, judged, labels), protocol.fusion)
+        return active.rank_fuse(
+            lr, active.svm_scores(svm_rows, judged, labels, seed=seed), protocol.fusion
+        )
     rows, y = list(judged), list(labels)
     if protocol.presumed:
         extra = active.presumed_nonrelevant(range(matrix.shape[0]), judged, seed=seed)

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from annotate.models import Answer, Judgment
 from core import active
+from ranking.learning_plans import learning_nudge
 from ranking.learning_queue import plan_top_up
 from ranking.learning_state import (
     PlanState,
@@ -71,14 +72,20 @@ def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
     rows = plan_rows(plan)
     size = batch_size(plan, len(rows.candidates), state)
     usable = scores_usable(latest, rows)
-    due = state.judged_since(latest) >= (plan.retrain_every or size) or (
-        not state.queued and state.judged_since(latest) > 0
+    # The version a plan ends with sees every judgment (its machine labels are final): once
+    # the budget is spent, any judgment no model saw makes a retrain due, coalesced or not.
+    spent = state.reviewed >= plan.budget and state.judged_since(latest) > 0
+    due = (
+        state.judged_since(latest) >= (plan.retrain_every or size)
+        or (not state.queued and state.judged_since(latest) > 0)
+        or spent
     )
     seen = latest is not None and judgment_id is not None and judgment_id <= latest.judgment_mark
-    if seen and usable:
+    if seen and usable and not spent:
         due = False  # coalesced: a later step's model has this judgment
         report["coalesced"] = True
-    if latest is None or due or not usable:  # a new index version needs its own scores
+    attempted = latest is None or due or not usable  # a new index version needs its own scores
+    if attempted:
         trained = _train(plan, state, rows)
     with transaction.atomic():
         plan = LearningPlan.objects.select_for_update().select_related("round").get(pk=plan_id)
@@ -93,6 +100,13 @@ def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
         report["model"] = model.version if model else None
         report["added"], report["picked_by"] = plan_top_up(plan, state, model, rows, size)
         ended = _ended(plan, state, report["added"], rows)
+        late = model is not None and state.judged_since(model) > 0
+        if ended and (trained or not attempted) and state.reviewed >= plan.budget and late:
+            # The budget was spent by judgments this step's model has not seen (they came
+            # while it trained, or it was coalesced): a whole step (no judgment id) trains
+            # on them, then ends the plan. (Not after a failed training: no loop.)
+            learning_nudge(plan_id=plan.pk)
+            ended = ""
         if ended:
             plan.status, plan.status_message = LearningPlan.Status.FINISHED, ended
             plan.save(update_fields=["status", "status_message"])

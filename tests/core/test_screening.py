@@ -99,6 +99,17 @@ def test_the_reviewer_never_waits_so_each_batch_was_picked_before_the_last_one_w
     assert fresh.order[3:5] != second  # so the test tells the two apart
 
 
+def _top_pick(matrix, truth, protocol):
+    """The document a model trained on ``known`` (step ``seed``) picks first, ``taken``
+    excluded: what the simulation must have queued."""
+
+    def top(known, seed, taken):
+        p = screening._model_scores(matrix, known, truth[known].tolist(), protocol, seed)
+        return next(r for r in np.argsort(-p, kind="stable").tolist() if r not in taken)
+
+    return top
+
+
 def test_by_default_each_document_was_picked_by_the_model_of_all_judgments_but_the_last():
     # Lag 1: the document judged k-th was queued while the (k-1)-th was judged, by the model
     # trained on everything before that one; the annotator never waits for a retrain.
@@ -109,12 +120,9 @@ def test_by_default_each_document_was_picked_by_the_model_of_all_judgments_but_t
     order = run.order
     assert len(run.step_seconds) == len(order) - 1  # one model per judged document (+1)
 
-    def top(known, seed, taken):
-        p = screening._model_scores(matrix, known, truth[known].tolist(), protocol, seed)
-        return next(r for r in np.argsort(-p, kind="stable").tolist() if r not in taken)
-
     # Steps 0 and 1 both see the priors alone (nothing judged yet); step s >= 2 has seen
     # every document but the one being judged while it runs.
+    top = _top_pick(matrix, truth, protocol)
     assert order[2] == top(priors, 0, set(priors))
     assert order[3] == top(priors, 1, set(order[:3]))
     for k in range(4, len(order)):
@@ -132,11 +140,8 @@ def test_at_lag_2_each_document_was_picked_by_the_model_of_all_judgments_but_the
     order = run.order
     assert len(run.step_seconds) >= len(order) - 2  # one model per judged document (+2)
 
-    def top(known, seed, taken):
-        p = screening._model_scores(matrix, known, truth[known].tolist(), protocol, seed)
-        return next(r for r in np.argsort(-p, kind="stable").tolist() if r not in taken)
-
     # Steps 0, 1 and 2 all see the priors alone (the reviewer waits for the first only).
+    top = _top_pick(matrix, truth, protocol)
     assert order[2] == top(priors, 0, set(priors))
     assert order[3] == top(priors, 1, set(order[:3]))
     for k in range(4, len(order)):

@@ -689,3 +689,37 @@ def test_steps_queued_behind_a_retrain_coalesce_when_judgments_outpace_retrains(
     last = Judgment.objects.filter(task__project=project).order_by("-pk").first()
     assert latest.judgment_mark == last.pk
     assert latest.judged == 4 + judged  # the seeds and every judgment
+
+
+def test_a_coalesced_step_that_finds_the_budget_spent_trains_the_version_the_plan_ends_with(
+    setup, monkeypatch
+):
+    """The last judgments arrive while an earlier judgment's step waits: that step's own
+    judgment is in a model (it would be coalesced), but the budget is now spent, so it
+    trains on the rest before ending the plan; the final machine labels see every judgment."""
+    from tests.learningkit import seed_two_and_two
+
+    project, topic, annotator, truth = setup
+    monkeypatch.setattr(learning_plans, "queue_on_commit", lambda task, *args, robust=False: None)
+    seed_two_and_two(project, topic, truth)
+    plan = learning_plans.learning_plan_create(
+        project=project, topic=topic, budget=4 + 3, candidates=LearningPlan.Candidates.COLLECTION
+    )
+    learning_step.learning_step(plan_id=plan.pk)
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.LEARNING, plan.status_message
+    first = judge_next(project, annotator, truth)
+    learning_step.learning_step(plan_id=plan.pk)  # trains on the first judgment
+    j1 = Judgment.objects.get(task=first).pk
+    assert LearningModel.objects.filter(plan=plan).latest("version").judgment_mark == j1
+    for _ in range(
+        2
+    ):  # the budget's last two (the seeds count), before the first judgment's step runs again
+        assert judge_next(project, annotator, truth) is not None
+    report = learning_step.learning_step(plan_id=plan.pk, judgment_id=j1)
+    plan.refresh_from_db()
+    latest = LearningModel.objects.filter(plan=plan).latest("version")
+    assert not report.get("coalesced")
+    assert plan.status == LearningPlan.Status.FINISHED, plan.status_message
+    assert latest.judged == 4 + 3
+    assert latest.judgment_mark == Judgment.objects.filter(task__project=project).latest("pk").pk
