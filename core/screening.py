@@ -119,9 +119,11 @@ def _model_scores(
     if protocol.model == "ensemble":
         half = Protocol(c=protocol.c, model="lr", presumed=protocol.presumed)
         lr = _model_scores(matrix, judged, labels, half, seed)
-        return active.rank_fuse(
-            lr, active.svm_scores(svm_rows, judged, labels, seed=seed), protocol.fusion
-        )
+        try:
+            svm = active.svm_scores(svm_rows, judged, labels, seed=seed)
+        except active.NotTrainable:
+            return lr  # only relevant documents judged: the regression picks alone, as live
+        return active.rank_fuse(lr, svm, protocol.fusion)
     rows, y = list(judged), list(labels)
     if protocol.presumed:
         extra = active.presumed_nonrelevant(range(matrix.shape[0]), judged, seed=seed)

@@ -204,3 +204,16 @@ def test_recall_counts_include_the_priors_and_round_up():
     assert screening.documents_to_recall(order, truth) == {0.8: 7, 0.9: 7, 0.95: 7, 1.0: 7}
     assert screening.documents_to_recall(order[:5], truth)[1.0] is None
     assert screening.wss(order, truth) == pytest.approx((10 - 7) / 10 - 0.05)
+
+
+def test_with_only_relevant_documents_judged_the_ensemble_picks_by_the_regression_as_live():
+    # ASReview's SVM has one class then; the regression has the presumed non-relevant sample.
+    matrix, truth = _collection(seed=3)
+    relevant = [int(r) for r in np.flatnonzero(truth == 1)[:2]]
+    run = screening.screen(matrix, truth, relevant, screening.Protocol(), seed=0)
+    assert set(np.flatnonzero(truth == 1)) <= set(run.order)
+    first = screening._model_scores(
+        matrix, relevant, [1, 1], screening.Protocol(model="lr", c=screening.Protocol().c), 0
+    )
+    pool = [r for r in np.argsort(-first, kind="stable") if r not in relevant]
+    assert run.order[2] == pool[0]
