@@ -308,8 +308,8 @@ def train_screening(
     scores = p.copy()  # rows outside the candidates keep their own probability
     scores[pool[_descending(fused)]] = np.sort(p[pool])[::-1]
     # Stored as float32 (ranking.learning_step.scores_save): candidates whose mapped values
-    # tie there fall back to row order when picked; near the top of the queue the
-    # regression's probabilities are far enough apart that this does not arise.
+    # tie there are picked in row order instead of the fused order (how often was not
+    # measured; the simulation keeps float64).
     return model, scores
 
 
