@@ -56,7 +56,9 @@ def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
     behind a retrain cost a query each instead of a retrain each, so retrains keep pace
     (each one trains on everything judged by then) and the worker's queue does not grow.
     """
-    plan = LearningPlan.objects.select_related("project__collection", "topic").get(pk=plan_id)
+    plan = LearningPlan.objects.select_related("project__collection", "topic", "round").get(
+        pk=plan_id
+    )
     started = time.perf_counter()
     if plan.status not in (LearningPlan.Status.SEEDING, LearningPlan.Status.LEARNING):
         return {"status": plan.status}
@@ -73,8 +75,9 @@ def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
     size = batch_size(plan, len(rows.candidates), state)
     usable = scores_usable(latest, rows)
     # The version a plan ends with sees every judgment (its machine labels are final): once
-    # the budget is spent, any judgment no model saw makes a retrain due, coalesced or not.
-    spent = state.reviewed >= plan.budget and state.judged_since(latest) > 0
+    # the budget is spent or the round closed, any judgment no model saw makes a retrain
+    # due, coalesced or not.
+    spent = _last_step(plan, state) and state.judged_since(latest) > 0
     due = (
         state.judged_since(latest) >= (plan.retrain_every or size)
         or (not state.queued and state.judged_since(latest) > 0)
@@ -101,10 +104,10 @@ def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
         report["added"], report["picked_by"] = plan_top_up(plan, state, model, rows, size)
         ended = _ended(plan, state, report["added"], rows)
         late = model is not None and state.judged_since(model) > 0
-        if ended and (trained or not attempted) and state.reviewed >= plan.budget and late:
-            # The budget was spent by judgments this step's model has not seen (they came
-            # while it trained, or it was coalesced): a whole step (no judgment id) trains
-            # on them, then ends the plan. (Not after a failed training: no loop.)
+        if ended and (trained or not attempted) and _last_step(plan, state) and late:
+            # The plan ends with judgments this step's model has not seen (they came while
+            # it trained, or it was coalesced): a whole step (no judgment id) trains on
+            # them, then ends the plan. (Not after a failed training: no loop.)
             learning_nudge(plan_id=plan.pk)
             ended = ""
         if ended:
@@ -117,6 +120,12 @@ def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
         )
     report["seconds"] = time.perf_counter() - started
     return report
+
+
+def _last_step(plan: LearningPlan, state: PlanState) -> bool:
+    """Whether the plan ends with this step whatever it queues: the budget is spent or its
+    round was closed (then a retrain is due for any judgment no model saw)."""
+    return state.reviewed >= plan.budget or not plan.round.is_open
 
 
 def _ended(plan: LearningPlan, state: PlanState, added: int, rows: Rows) -> str:

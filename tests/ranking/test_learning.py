@@ -514,13 +514,17 @@ def test_a_spent_budget_finishes_the_plan(setup):
 def test_a_plan_whose_round_was_closed_stops_saying_why(setup):
     project, topic, annotator, truth = setup
     plan = _learning_plan(project, topic, truth)
-    judge_next(project, annotator, truth)
+    task = judge_next(project, annotator, truth)
     plan.round.is_open = False
     plan.round.save(update_fields=["is_open"])
     learning_step.learning_step(plan_id=plan.pk)
     plan.refresh_from_db()
     assert plan.status == LearningPlan.Status.FINISHED
     assert f"round {plan.round.number} was closed" in plan.status_message
+    # The version it ends with (and its machine labels) saw the last judgment, though a
+    # batch's worth had not been judged since the version before.
+    last = LearningModel.objects.filter(plan=plan).latest("version")
+    assert last.judgment_mark == Judgment.objects.get(task=task).pk
 
 
 def test_a_failed_step_shows_its_reason_on_the_plan(setup, monkeypatch):
@@ -723,3 +727,30 @@ def test_a_coalesced_step_that_finds_the_budget_spent_trains_the_version_the_pla
     assert plan.status == LearningPlan.Status.FINISHED, plan.status_message
     assert latest.judged == 4 + 3
     assert latest.judgment_mark == Judgment.objects.filter(task__project=project).latest("pk").pk
+
+
+def test_a_coalesced_step_that_finds_the_round_closed_trains_the_version_the_plan_ends_with(
+    setup, monkeypatch
+):
+    """As at the budget's end: the round is closed while an earlier judgment's step waits,
+    with a judgment no model saw; the plan's last version trains on it."""
+    from tests.learningkit import seed_two_and_two
+
+    project, topic, annotator, truth = setup
+    monkeypatch.setattr(learning_plans, "queue_on_commit", lambda task, *args, robust=False: None)
+    seed_two_and_two(project, topic, truth)
+    plan = learning_plans.learning_plan_create(
+        project=project, topic=topic, budget=40, candidates=LearningPlan.Candidates.COLLECTION
+    )
+    learning_step.learning_step(plan_id=plan.pk)
+    first = judge_next(project, annotator, truth)
+    learning_step.learning_step(plan_id=plan.pk)
+    j1 = Judgment.objects.get(task=first).pk
+    second = judge_next(project, annotator, truth)
+    plan.round.is_open = False
+    plan.round.save(update_fields=["is_open"])
+    learning_step.learning_step(plan_id=plan.pk, judgment_id=j1)
+    plan.refresh_from_db()
+    assert plan.status == LearningPlan.Status.FINISHED, plan.status_message
+    last = LearningModel.objects.filter(plan=plan).latest("version")
+    assert last.judgment_mark == Judgment.objects.get(task=second).pk
