@@ -77,14 +77,14 @@ def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
     # The version a plan ends with sees every judgment (its machine labels are final): once
     # the budget is spent or the round closed, any judgment no model saw makes a retrain
     # due, coalesced or not.
-    spent = _last_step(plan, state) and state.judged_since(latest) > 0
+    unseen_at_end = _last_step(plan, state) and state.judged_since(latest) > 0
     due = (
         state.judged_since(latest) >= (plan.retrain_every or size)
         or (not state.queued and state.judged_since(latest) > 0)
-        or spent
+        or unseen_at_end
     )
     seen = latest is not None and judgment_id is not None and judgment_id <= latest.judgment_mark
-    if seen and usable and not spent:
+    if seen and usable and not unseen_at_end:
         due = False  # coalesced: a later step's model has this judgment
         report["coalesced"] = True
     attempted = latest is None or due or not usable  # a new index version needs its own scores

@@ -695,19 +695,22 @@ def test_steps_queued_behind_a_retrain_coalesce_when_judgments_outpace_retrains(
     assert latest.judged == 4 + judged  # the seeds and every judgment
 
 
-def test_a_coalesced_step_that_finds_the_budget_spent_trains_the_version_the_plan_ends_with(
-    setup, monkeypatch
+@pytest.mark.parametrize("ending", ["budget spent", "round closed"])
+def test_a_coalesced_step_that_finds_the_plan_ending_trains_the_version_it_ends_with(
+    setup, monkeypatch, ending
 ):
     """The last judgments arrive while an earlier judgment's step waits: that step's own
-    judgment is in a model (it would be coalesced), but the budget is now spent, so it
-    trains on the rest before ending the plan; the final machine labels see every judgment."""
+    judgment is in a model (it would be coalesced), but the plan now ends (its budget spent,
+    or its round closed), so it trains on the rest before ending the plan; the final
+    machine labels see every judgment."""
     from tests.learningkit import seed_two_and_two
 
     project, topic, annotator, truth = setup
     monkeypatch.setattr(learning_plans, "queue_on_commit", lambda task, *args, robust=False: None)
     seed_two_and_two(project, topic, truth)
+    budget = 4 + 3 if ending == "budget spent" else 40  # the seeds count
     plan = learning_plans.learning_plan_create(
-        project=project, topic=topic, budget=4 + 3, candidates=LearningPlan.Candidates.COLLECTION
+        project=project, topic=topic, budget=budget, candidates=LearningPlan.Candidates.COLLECTION
     )
     learning_step.learning_step(plan_id=plan.pk)
     plan.refresh_from_db()
@@ -716,41 +719,18 @@ def test_a_coalesced_step_that_finds_the_budget_spent_trains_the_version_the_pla
     learning_step.learning_step(plan_id=plan.pk)  # trains on the first judgment
     j1 = Judgment.objects.get(task=first).pk
     assert LearningModel.objects.filter(plan=plan).latest("version").judgment_mark == j1
-    for _ in range(
-        2
-    ):  # the budget's last two (the seeds count), before the first judgment's step runs again
+    # Before the first judgment's step runs again: the budget's last two, or one more
+    # judgment and the round closed.
+    for _ in range(2 if ending == "budget spent" else 1):
         assert judge_next(project, annotator, truth) is not None
+    if ending == "round closed":
+        plan.round.is_open = False
+        plan.round.save(update_fields=["is_open"])
     report = learning_step.learning_step(plan_id=plan.pk, judgment_id=j1)
     plan.refresh_from_db()
     latest = LearningModel.objects.filter(plan=plan).latest("version")
     assert not report.get("coalesced")
     assert plan.status == LearningPlan.Status.FINISHED, plan.status_message
-    assert latest.judged == 4 + 3
-    assert latest.judgment_mark == Judgment.objects.filter(task__project=project).latest("pk").pk
-
-
-def test_a_coalesced_step_that_finds_the_round_closed_trains_the_version_the_plan_ends_with(
-    setup, monkeypatch
-):
-    """As at the budget's end: the round is closed while an earlier judgment's step waits,
-    with a judgment no model saw; the plan's last version trains on it."""
-    from tests.learningkit import seed_two_and_two
-
-    project, topic, annotator, truth = setup
-    monkeypatch.setattr(learning_plans, "queue_on_commit", lambda task, *args, robust=False: None)
-    seed_two_and_two(project, topic, truth)
-    plan = learning_plans.learning_plan_create(
-        project=project, topic=topic, budget=40, candidates=LearningPlan.Candidates.COLLECTION
-    )
-    learning_step.learning_step(plan_id=plan.pk)
-    first = judge_next(project, annotator, truth)
-    learning_step.learning_step(plan_id=plan.pk)
-    j1 = Judgment.objects.get(task=first).pk
-    second = judge_next(project, annotator, truth)
-    plan.round.is_open = False
-    plan.round.save(update_fields=["is_open"])
-    learning_step.learning_step(plan_id=plan.pk, judgment_id=j1)
-    plan.refresh_from_db()
-    assert plan.status == LearningPlan.Status.FINISHED, plan.status_message
-    last = LearningModel.objects.filter(plan=plan).latest("version")
-    assert last.judgment_mark == Judgment.objects.get(task=second).pk
+    judged = Judgment.objects.filter(task__project=project)
+    assert latest.judged == 4 + judged.count() == 4 + (3 if ending == "budget spent" else 2)
+    assert latest.judgment_mark == judged.latest("pk").pk
