@@ -2,6 +2,7 @@
 (``plan_state``), its batch, and the rows of the index version its scores are read against
 (``plan_rows``), with the conversions between documents and matrix rows."""
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,11 @@ class PlanState:
     # judging page): queued, but nobody else can take them.
     held: set[int] = field(default_factory=set)
     judgment_mark: int = 0
+    # Every judgment id of the topic, ascending: a model stores how many it saw, so a
+    # judgment whose id is below a model's mark but whose commit came after that model read
+    # the judgments (ids are drawn before commit: concurrent saves commit out of order on
+    # PostgreSQL) still counts as unseen (``late_judgments``).
+    judgment_ids: list[int] = field(default_factory=list)
     seed_mark: int = 0
     gains: list[int] = field(default_factory=list)  # 1/0 per reviewed document, in order
     # Check-sample documents (core.stopping): judged like any task but not the review's,
@@ -61,11 +67,21 @@ class PlanState:
         """The labels the classifier learns from: every one but the check sample's."""
         return {d: g for d, g in self.labels.items() if d not in self.checks}
 
+    def late_judgments(self, model: LearningModel | None) -> int:
+        """Judgments at or below ``model``'s mark that it did not see: committed after it
+        read the judgments, though their ids were drawn before its mark's (0 for a model
+        stored before counts were kept)."""
+        if model is None or model.judgment_count is None:
+            return 0
+        seen_or_late = bisect.bisect_right(self.judgment_ids, model.judgment_mark)
+        return max(0, seen_or_late - model.judgment_count)
+
     def judged_since(self, model: LearningModel | None) -> int:
-        """Training labels newer than ``model`` (check-sample judgments never retrain)."""
+        """Training labels newer than ``model`` (check-sample judgments never retrain), and
+        judgments it missed because they committed late (``late_judgments``)."""
         if model is None:
             return self.reviewed
-        return sum(
+        return self.late_judgments(model) + sum(
             1
             for d in self.training
             if self.last_judgment.get(d, 0) > model.judgment_mark
@@ -97,6 +113,7 @@ def plan_state(plan: LearningPlan) -> PlanState:
         grades[doc].append(relevance)
         state.last_judgment[doc] = max(state.last_judgment.get(doc, 0), judgment_id)
         state.judgment_mark = max(state.judgment_mark, judgment_id)
+        state.judgment_ids.append(judgment_id)
         first_seen.setdefault(doc, (1, judgment_id))
     rule = plan.project.relevance_rule
     state.labels = {doc: relevance_label(g, rule)[0] for doc, g in grades.items()}

@@ -83,7 +83,12 @@ def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
         or (not state.queued and state.judged_since(latest) > 0)
         or unseen_at_end
     )
-    seen = latest is not None and judgment_id is not None and judgment_id <= latest.judgment_mark
+    seen = (
+        latest is not None
+        and judgment_id is not None
+        and judgment_id <= latest.judgment_mark
+        and not state.late_judgments(latest)  # a lower id committed after the model read
+    )
     if seen and usable and not unseen_at_end:
         due = False  # coalesced: a later step's model has this judgment
         report["coalesced"] = True
@@ -232,9 +237,8 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
             arrays["sensitivity"] = p_sensitive
     # Named by what it was trained on, as the version record is unique on it: two workers
     # racing on other judgments cannot write into each other's files.
-    path = (
-        _scores_dir(plan) / f"j{state.judgment_mark}-s{state.seed_mark}-i{rows.index_version}.npy"
-    )
+    marks = f"j{state.judgment_mark}-n{len(state.judgment_ids)}-s{state.seed_mark}"
+    path = _scores_dir(plan) / f"{marks}-i{rows.index_version}.npy"
     scores_save(path=path, scores=p, others=arrays)
     candidate_set = set(candidates.tolist())
     in_pool = {
@@ -243,6 +247,7 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
     return {
         "version": version,
         "judgment_mark": state.judgment_mark,
+        "judgment_count": len(state.judgment_ids),
         "seed_mark": state.seed_mark,
         "judged": len(rows_judged),
         "positives": model.positives,
@@ -296,6 +301,7 @@ def _record(plan: LearningPlan, trained: dict) -> tuple[LearningModel, bool]:
     return it and whether it is new."""
     same = plan.models.filter(
         judgment_mark=trained["judgment_mark"],
+        judgment_count=trained["judgment_count"],
         seed_mark=trained["seed_mark"],
         index_version=trained["index_version"],
     ).first()

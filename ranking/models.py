@@ -206,6 +206,12 @@ class LearningModel(models.Model):
     plan = models.ForeignKey(LearningPlan, on_delete=models.CASCADE, related_name="models")
     version = models.PositiveIntegerField()
     judgment_mark = models.BigIntegerField(help_text="Largest judgment id it saw (0: none)")
+    # Ids are drawn before commit, so a judgment below the mark can commit after the model
+    # read the judgments; the count tells such a late one apart (ranking.learning_state,
+    # ``late_judgments``; null: stored before counts were kept).
+    judgment_count = models.PositiveIntegerField(
+        null=True, help_text="Judgments of the topic it saw (null: not recorded)"
+    )
     seed_mark = models.BigIntegerField(help_text="Largest topic seed id it saw (0: none)")
     judged = models.PositiveIntegerField(help_text="Documents it was trained on")
     positives = models.PositiveIntegerField()
@@ -226,10 +232,11 @@ class LearningModel(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["plan", "version"], name="learning_model_version"),
             # Retraining on the same judgments over the same index is the same version
-            # (idempotent retrain); a new index version needs scores of its own.
+            # (idempotent retrain); a new index version needs scores of its own, and a
+            # judgment that committed late (the same mark, one more judgment) a version.
             models.UniqueConstraint(
-                fields=["plan", "judgment_mark", "seed_mark", "index_version"],
-                name="learning_model_once_per_index",
+                fields=["plan", "judgment_mark", "judgment_count", "seed_mark", "index_version"],
+                name="learning_model_once_per_count",
             ),
         ]
 

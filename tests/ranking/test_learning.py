@@ -734,3 +734,35 @@ def test_a_coalesced_step_that_finds_the_plan_ending_trains_the_version_it_ends_
     judged = Judgment.objects.filter(task__project=project)
     assert latest.judged == 4 + judged.count() == 4 + (3 if ending == "budget spent" else 2)
     assert latest.judgment_mark == judged.latest("pk").pk
+
+
+def test_a_judgment_that_commits_after_a_higher_id_is_still_trained_on(setup, monkeypatch):
+    """On PostgreSQL a judgment's id is drawn before its commit, so two annotators' saves can
+    commit out of order: a model may read judgment 12 but not judgment 11, which commits a
+    moment later. Its step must not be coalesced as "a model with mark 12 saw it", and the
+    plan must not end with a version that lacks it. (Simulated here by holding judgment 11
+    back while the model trains; without the count each model keeps, the step is coalesced
+    and the last version was trained on one judgment fewer.)"""
+    from tests.learningkit import seed_two_and_two
+
+    project, topic, annotator, truth = setup
+    monkeypatch.setattr(learning_plans, "queue_on_commit", lambda task, *args, robust=False: None)
+    seed_two_and_two(project, topic, truth)
+    plan = learning_plans.learning_plan_create(
+        project=project, topic=topic, budget=4 + 3, candidates=LearningPlan.Candidates.COLLECTION
+    )
+    learning_step.learning_step(plan_id=plan.pk)
+    for _ in range(3):  # the budget's last three
+        assert judge_next(project, annotator, truth) is not None
+    _first, held, last = Judgment.objects.filter(task__project=project).order_by("pk")
+    Judgment.objects.filter(pk=held.pk).delete()  # not committed yet when the model reads
+    report = learning_step.learning_step(plan_id=plan.pk, judgment_id=last.pk)
+    model = LearningModel.objects.filter(plan=plan).latest("version")
+    assert (model.judgment_mark, model.judgment_count, model.judged) == (last.pk, 2, 4 + 2)
+    held.save(force_insert=True)  # its commit lands, id below the model's mark
+    report = learning_step.learning_step(plan_id=plan.pk, judgment_id=held.pk)
+    assert not report.get("coalesced")
+    plan.refresh_from_db()
+    latest = LearningModel.objects.filter(plan=plan).latest("version")
+    assert (latest.judgment_mark, latest.judgment_count, latest.judged) == (last.pk, 3, 4 + 3)
+    assert plan.status == LearningPlan.Status.FINISHED, plan.status_message
