@@ -305,7 +305,8 @@ def judgment_in_other_round(*, user, task) -> Judgment | None:
 
 def judging_idle(*, user, project: AnnotationProject) -> dict:
     """Return why no task waits for the user: open rounds, tasks the user skipped that still
-    need judgments, tasks other annotators hold, the project's learning plans, own count."""
+    need judgments, tasks other annotators hold, the project's learning plans (and whether
+    one may queue a task any moment), own count."""
     open_rounds = project.rounds.filter(is_open=True).values("id")
     unfinished = Task.objects.filter(
         project=project, round_id__in=open_rounds, judged__lt=F("required")
@@ -325,6 +326,8 @@ def judging_idle(*, user, project: AnnotationProject) -> dict:
         "skipped": skipped,
         "held_by_others": held,
         "plans": plans,
+        # A plan seeding or learning may queue a task any moment (the page asks again).
+        "model_choosing": any(p["status"] in ("seeding", "learning") for p in plans),
         "mine": Judgment.objects.filter(annotator=user, task__project=project).count(),
     }
 

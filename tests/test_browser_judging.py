@@ -183,3 +183,45 @@ def test_the_progress_line_follows_tasks_added_while_the_page_is_open(
     page.reload()
     page.wait_for_selector("#current section.task")
     assert page.inner_text("#current [data-count=tasks]") == line
+
+
+def test_a_page_waiting_for_the_model_shows_its_first_task_without_a_reload(
+    browser, live_server, project
+):
+    """An active-learning project whose model has not queued anything yet (the first seconds
+    of a plan, or a late retrain): the page says the model is choosing and asks again by
+    itself, so the task the model queues goes on show with no click or reload."""
+    from annotate.models import Round, Task
+    from annotate.projects import project_tasks_add
+    from ranking.models import LearningPlan
+
+    p, alice, _ = project
+    Task.objects.filter(project=p).delete()
+    topic, persona = p.topics.get(), p.personas.get()
+    LearningPlan.objects.create(
+        project=p,
+        topic=topic,
+        round=Round.objects.get(project=p),
+        budget=10,
+        batch_size=1,
+        status=LearningPlan.Status.LEARNING,
+    )
+    url = live_server.url
+    page = browser.new_page()
+    login(page, url, "alice", "pw-browser")
+    page.goto(f"{url}/annotate/{p.slug}/judge/")
+    page.wait_for_selector("#current section.done[data-poll]")
+    assert "the model is choosing the next documents" in page.inner_text("#current")
+    added = project_tasks_add(
+        project=p,
+        round_=Round.objects.get(project=p),
+        topic=topic,
+        persona=persona,
+        documents=[Document.objects.get(collection=p.collection, docid="box/xss.eml")],
+        source=Task.Source.ACTIVE,
+    )
+    assert added == 1
+    page.wait_for_selector("#current section.task", timeout=15_000)  # polled after 5 s, 7.5 s
+    assert page.get_attribute("#current section.task", "data-task-id") == str(
+        Task.objects.get(project=p).pk
+    )

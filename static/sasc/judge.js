@@ -78,12 +78,22 @@
   }
 
   let doneHtml = "";  // why no task waits, as the server said last
+  // While the server says a task may come by itself (a model choosing documents, a claim
+  // that may expire: data-poll on its answer), ask again: after 5 s, then less often, up
+  // to once a minute; the first task that comes goes on show and the asking stops.
+  let pollTimer = null;
+  let pollDelay = 0;
 
   function showAllDone() {
     if (task()) return;
     const tpl = document.createElement("template");
     tpl.innerHTML = doneHtml;
     current.replaceChildren(tpl.content);
+    clearTimeout(pollTimer);
+    if (current.querySelector("[data-poll]")) {
+      pollDelay = pollDelay ? Math.min(Math.round(pollDelay * 1.5), 60000) : 5000;
+      pollTimer = setTimeout(() => { if (!task()) preload(); }, pollDelay);
+    }
   }
 
   function setPreloaded(html) {
@@ -93,6 +103,8 @@
     // A late answer may carry a task this page has shown and judged since: never again.
     if (next && !heldIds().includes(next.dataset.taskId) && !judged.has(next.dataset.taskId)) {
       preloaded.content.replaceChildren(next);
+      clearTimeout(pollTimer);
+      pollDelay = 0;
       if (!task()) showNext();
     }
   }
