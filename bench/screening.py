@@ -154,6 +154,9 @@ VARIANTS = {
         {},
         _protocol(growing=False, model="ensemble", c=3.0, presumed=False),
     ),
+    # Fourth round: a third model in the mean rank, ASReview's own SVM on its own features.
+    "lag1-ens3-c3": ({"svm": ASR}, _protocol(growing=False, model="ensemble3", c=3.0)),
+    "lag1-ens-c1": ({}, _protocol(growing=False, model="ensemble", c=1.0)),
     "lag2-ens-c3-svmasr": (
         {"svm": ASR},
         _protocol(growing=False, lag=2, model="ensemble", c=3.0),

@@ -61,7 +61,8 @@ class Protocol:
     singles: int | None = None
     # "lr": logistic regression (C = ``c``); "svm": ASReview's ELAS u4 classifier (a linear
     # SVM, C = 0.11, non-relevant documents weighted down to a 1 : 9.8 ratio, judged
-    # documents only); "ensemble": the two models' ranks fused by ``fusion``.
+    # documents only); "ensemble": the two models' ranks fused by ``fusion``; "ensemble3"
+    # (measured, not adopted): the mean rank of the two and a second SVM on ``svm_matrix``.
     model: str = "ensemble"
     # "mean": the mean of the two ranks; "rrf": reciprocal rank fusion (Cormack, Clarke and
     # Buettcher 2009, k = 60), which favours a document either model puts near its top.
@@ -116,10 +117,13 @@ def _model_scores(
     svm_rows = matrix if svm_matrix is None else svm_matrix
     if protocol.model == "svm":
         return active.svm_scores(svm_rows, judged, labels, seed=seed)
-    if protocol.model == "ensemble":
+    if protocol.model in ("ensemble", "ensemble3"):
         half = Protocol(c=protocol.c, model="lr", presumed=protocol.presumed)
         lr = _model_scores(matrix, judged, labels, half, seed)
         try:
+            if protocol.model == "ensemble3":
+                svms = [active.svm_scores(m, judged, labels, seed=seed) for m in (matrix, svm_rows)]
+                return -sum(active._ranks(scores) for scores in (lr, *svms))
             svm = active.svm_scores(svm_rows, judged, labels, seed=seed)
         except active.NotTrainable:
             return lr  # only relevant documents judged: the regression picks alone, as live

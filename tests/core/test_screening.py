@@ -56,6 +56,7 @@ def _collection(n=400, relevant=20, seed=0):
         screening.Protocol(singles=5, model="svm"),
         screening.Protocol(growing=False, model="ensemble"),
         screening.Protocol(growing=False, model="ensemble", fusion="rrf", c=3.0, lag=2),
+        screening.Protocol(growing=False, model="ensemble3"),
         screening.Protocol(growing=False, lag=0),
         screening.Protocol(growing=False, lag=0, presumed=False),
         screening.Protocol(growing=False, lag=0, neardup=0.9),
