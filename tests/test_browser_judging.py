@@ -185,43 +185,92 @@ def test_the_progress_line_follows_tasks_added_while_the_page_is_open(
     assert page.inner_text("#current [data-count=tasks]") == line
 
 
+def _waiting_for_the_model(p):
+    """Empty the project's queue and give it a learning plan that has queued nothing yet;
+    return a function that queues one task, as the plan's next step would."""
+    from annotate.models import Round, Task
+    from annotate.projects import project_tasks_add
+    from ranking.models import LearningPlan
+
+    Task.objects.filter(project=p).delete()
+    topic, persona = p.topics.get(), p.personas.get()
+    round_ = Round.objects.get(project=p)
+    LearningPlan.objects.create(
+        project=p,
+        topic=topic,
+        round=round_,
+        budget=10,
+        batch_size=1,
+        status=LearningPlan.Status.LEARNING,
+    )
+
+    def queue_one() -> int:
+        document = Document.objects.get(collection=p.collection, docid="box/xss.eml")
+        added = project_tasks_add(
+            project=p,
+            round_=round_,
+            topic=topic,
+            persona=persona,
+            documents=[document],
+            source=Task.Source.ACTIVE,
+        )
+        assert added == 1
+        return Task.objects.get(project=p).pk
+
+    return queue_one
+
+
 def test_a_page_waiting_for_the_model_shows_its_first_task_without_a_reload(
     browser, live_server, project
 ):
     """An active-learning project whose model has not queued anything yet (the first seconds
     of a plan, or a late retrain): the page says the model is choosing and asks again by
     itself, so the task the model queues goes on show with no click or reload."""
-    from annotate.models import Round, Task
-    from annotate.projects import project_tasks_add
-    from ranking.models import LearningPlan
-
     p, alice, _ = project
-    Task.objects.filter(project=p).delete()
-    topic, persona = p.topics.get(), p.personas.get()
-    LearningPlan.objects.create(
-        project=p,
-        topic=topic,
-        round=Round.objects.get(project=p),
-        budget=10,
-        batch_size=1,
-        status=LearningPlan.Status.LEARNING,
-    )
+    queue_one = _waiting_for_the_model(p)
     url = live_server.url
     page = browser.new_page()
     login(page, url, "alice", "pw-browser")
     page.goto(f"{url}/annotate/{p.slug}/judge/")
     page.wait_for_selector("#current section.done[data-poll]")
     assert "the model is choosing the next documents" in page.inner_text("#current")
-    added = project_tasks_add(
-        project=p,
-        round_=Round.objects.get(project=p),
-        topic=topic,
-        persona=persona,
-        documents=[Document.objects.get(collection=p.collection, docid="box/xss.eml")],
-        source=Task.Source.ACTIVE,
+    task_id = queue_one()
+    page.wait_for_selector("#current section.task", timeout=15_000)  # asked after 5 s, 7.5 s
+    assert page.get_attribute("#current section.task", "data-task-id") == str(task_id)
+
+
+def test_the_asking_outlives_a_failed_ask_and_a_logout_at_one_request_per_ask(
+    browser, live_server, project
+):
+    """A waiting page whose ask fails (the network, a server restarting) asks again; one
+    whose session ended asks once per turn (the login page is not followed: before, each
+    answer made it ask again at once, about 60 requests a second) and says so; a login in
+    another tab brings the next task."""
+    p, alice, _ = project
+    queue_one = _waiting_for_the_model(p)
+    url = live_server.url
+    context = browser.new_context()  # two tabs of one browser: one logs in again
+    page = context.new_page()
+    asks = []
+    page.on(
+        "request",
+        lambda r: asks.append(r.url) if r.method == "POST" and r.url.endswith("/next/") else None,
     )
-    assert added == 1
-    page.wait_for_selector("#current section.task", timeout=15_000)  # polled after 5 s, 7.5 s
-    assert page.get_attribute("#current section.task", "data-task-id") == str(
-        Task.objects.get(project=p).pk
+    login(page, url, "alice", "pw-browser")
+    page.route("**/next/", lambda route: route.abort(), times=2)  # the page's first, and 5 s on
+    page.goto(f"{url}/annotate/{p.slug}/judge/")
+    wait_for(page, "document.getElementById('save-status').textContent.includes('did not answer')")
+    page.context.clear_cookies(name="sessionid")  # logged out before the next ask, 7.5 s on
+    wait_for(
+        page,
+        "document.getElementById('save-status').textContent.includes('logged out')",
+        timeout=15,
     )
+    page.wait_for_timeout(2000)  # (a sleep would not let the page's events through)
+    assert len(asks) == 3, asks  # the first (failed), 5 s on (failed), 12.5 s on (logged out)
+    login(context.new_page(), url, "alice", "pw-browser")
+    task_id = queue_one()
+    page.wait_for_selector("#current section.task", timeout=20_000)  # the ask at 23.75 s
+    assert page.get_attribute("#current section.task", "data-task-id") == str(task_id)
+    assert len(asks) <= 5, asks  # the fourth brought it; a fifth preloads the one after
+    context.close()

@@ -81,19 +81,46 @@
   // While the server says a task may come by itself (a model choosing documents, a claim
   // that may expire: data-poll on its answer), ask again: after 5 s, then less often, up
   // to once a minute; the first task that comes goes on show and the asking stops.
+  // A failed ask (the server restarting, the network down, the session ended) is asked
+  // again the same way; one ask is one request, never a redirect followed.
   let pollTimer = null;
   let pollDelay = 0;
+  let polling = false;
 
   function showAllDone() {
     if (task()) return;
     const tpl = document.createElement("template");
     tpl.innerHTML = doneHtml;
     current.replaceChildren(tpl.content);
-    clearTimeout(pollTimer);
-    if (current.querySelector("[data-poll]")) {
-      pollDelay = pollDelay ? Math.min(Math.round(pollDelay * 1.5), 60000) : 5000;
-      pollTimer = setTimeout(() => { if (!task()) preload(); }, pollDelay);
+    if (current.querySelector("[data-poll]")) schedulePoll();
+  }
+
+  function schedulePoll() {
+    if (pollTimer !== null || polling) return;
+    pollDelay = pollDelay ? Math.min(Math.round(pollDelay * 1.5), 60000) : 5000;
+    pollTimer = setTimeout(poll, pollDelay);
+  }
+
+  async function poll() {
+    pollTimer = null;
+    if (task()) return;
+    polling = true;
+    let status = 0;
+    try {
+      status = await preload();
+    } catch (err) {
+      status = 0;  // the network: ask again later
+    } finally {
+      polling = false;
     }
+    const failed = status === 0 || status === "logged-out" || status >= 500;
+    if (task() || !(failed || current.querySelector("[data-poll]"))) return;
+    if (!queue.length) {  // a save's own status stays until it is sent
+      statusEl.textContent = status === "logged-out"
+        ? "You are logged out: log in again in another tab; this page keeps looking."
+        : failed ? "The server did not answer; this page keeps looking." : "";
+    }
+    schedulePoll();
   }
 
   function setPreloaded(html) {
@@ -104,13 +131,16 @@
     if (next && !heldIds().includes(next.dataset.taskId) && !judged.has(next.dataset.taskId)) {
       preloaded.content.replaceChildren(next);
       clearTimeout(pollTimer);
+      pollTimer = null;
       pollDelay = 0;
       if (!task()) showNext();
+      return true;
     }
+    return false;
   }
 
   async function preload() {
-    if (preloading || preloaded.content.querySelector("section.task")) return;
+    if (preloading || preloaded.content.querySelector("section.task")) return 200;
     preloading = true;
     let status;
     try {
@@ -120,6 +150,7 @@
     }
     // The page's first task came in and went on show: claim the one after it too.
     if (status === 200 && !preloaded.content.querySelector("section.task")) preload();
+    return status;
   }
 
   async function claimNext() {
@@ -127,17 +158,19 @@
     const body = new FormData();
     heldIds().forEach((id) => body.append("held", id));
     const res = await fetch(root.dataset.nextUrl, {
-      method: "POST", body, credentials: "same-origin",
+      method: "POST", body, credentials: "same-origin", redirect: "manual",
       headers: { "X-Requested-With": "fetch", "X-CSRFToken": csrf() },
     });
+    if (res.type === "opaqueredirect") return "logged-out";  // the login page: not a task
     if (res.status !== 200) return res.status;
     if (res.headers.get("X-No-Task")) {
       doneHtml = await res.text();
       if (!queue.length) showAllDone();
       return 204;
     }
-    setPreloaded(await res.text());
-    return res.status;
+    // 200 only when a task came (a late answer with a task already shown brings none, and
+    // asking again at once for it would never end).
+    return setPreloaded(await res.text()) ? 200 : 0;
   }
 
   function showProgress(p) {
@@ -212,7 +245,7 @@
       }
     }
     sending = false;
-    preload();
+    preload().catch(() => { if (!task()) schedulePoll(); });  // the network: asked again
   }
 
   window.addEventListener("beforeunload", (e) => {
@@ -339,5 +372,5 @@
   });
 
   startTask();
-  if (!editing) preload();  // the page claims nothing by itself (GET): the next task, or the first, by POST
+  if (!editing) poll();  // the page claims nothing by itself (GET): the next task, or the first, by POST
 })();
