@@ -29,10 +29,11 @@ class PlanState:
     # judging page): queued, but nobody else can take them.
     held: set[int] = field(default_factory=set)
     judgment_mark: int = 0
-    # Every judgment id of the topic, ascending: a model stores how many it saw, so a
-    # judgment whose id is below a model's mark but whose commit came after that model read
-    # the judgments (ids are drawn before commit: concurrent saves commit out of order on
-    # PostgreSQL) still counts as unseen (``late_judgments``).
+    # Every training judgment id of the topic (the check sample's left out), ascending: a
+    # model stores how many it saw, so a judgment whose id is below a model's mark but whose
+    # commit came after that model read the judgments (ids are drawn before commit:
+    # concurrent saves commit out of order on PostgreSQL) still counts as unseen
+    # (``late_judgments``).
     judgment_ids: list[int] = field(default_factory=list)
     seed_mark: int = 0
     gains: list[int] = field(default_factory=list)  # 1/0 per reviewed document, in order
@@ -103,6 +104,7 @@ def plan_state(plan: LearningPlan) -> PlanState:
         first_seen.setdefault(doc, (0, seed_id))
         grades[doc] = [relevance]  # replaced by judgments when people judged it too
     judged_docs = set()
+    judged_pairs: list[tuple[int, int]] = []  # (judgment id, document), ascending ids
     judgments = Judgment.objects.filter(
         task__project_id=plan.project_id, task__topic_id=plan.topic_id
     ).values_list("id", "task__document_id", "relevance")
@@ -113,7 +115,7 @@ def plan_state(plan: LearningPlan) -> PlanState:
         grades[doc].append(relevance)
         state.last_judgment[doc] = max(state.last_judgment.get(doc, 0), judgment_id)
         state.judgment_mark = max(state.judgment_mark, judgment_id)
-        state.judgment_ids.append(judgment_id)
+        judged_pairs.append((judgment_id, doc))
         first_seen.setdefault(doc, (1, judgment_id))
     rule = plan.project.relevance_rule
     state.labels = {doc: relevance_label(g, rule)[0] for doc, g in grades.items()}
@@ -127,6 +129,8 @@ def plan_state(plan: LearningPlan) -> PlanState:
     ):
         state.checks.update(documents)
         state.reached.update(reached)
+    # Check-sample judgments never retrain, late or not.
+    state.judgment_ids = [j for j, doc in judged_pairs if doc not in state.checks]
     state.gains = [
         int(state.labels[d] >= 1)
         for d in sorted(state.labels, key=first_seen.get)

@@ -210,7 +210,8 @@ class LearningModel(models.Model):
     # read the judgments; the count tells such a late one apart (ranking.learning_state,
     # ``late_judgments``; null: stored before counts were kept).
     judgment_count = models.PositiveIntegerField(
-        null=True, help_text="Judgments of the topic it saw (null: not recorded)"
+        null=True,
+        help_text="Judgments of the topic it saw, the check sample's left out (null: not recorded)",
     )
     seed_mark = models.BigIntegerField(help_text="Largest topic seed id it saw (0: none)")
     judged = models.PositiveIntegerField(help_text="Documents it was trained on")

@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='learningmodel',
             name='judgment_count',
-            field=models.PositiveIntegerField(help_text='Judgments of the topic it saw (null: not recorded)', null=True),
+            field=models.PositiveIntegerField(help_text="Judgments of the topic it saw, the check sample's left out (null: not recorded)", null=True),
         ),
         migrations.AddConstraint(
             model_name='learningmodel',

@@ -58,6 +58,20 @@ def test_check_sample_judgments_stay_out_of_training_and_of_the_review_budget(pl
     assert state.reviewed == len(state.labels) - len(state.checks)
     assert state.reviewed <= plan.budget
     assert len(state.gains) == state.reviewed  # the gain curve is the review's alone
+    # A check-sample judgment that commits after a higher id (out of order) is not a late
+    # training judgment: it makes no retrain due.
+    from annotate.models import Judgment
+
+    checked = Judgment.objects.filter(task__document_id__in=sample.documents).order_by("-pk")
+    held = checked[1]  # not the newest: its id stays below the next model's mark
+    Judgment.objects.filter(pk=held.pk).delete()
+    rows = learning_state.plan_rows(plan)  # a retrain while it is not committed yet
+    trained = learning_step._train(plan, learning_state.plan_state(plan), rows)
+    model, _created = learning_step._record(plan, trained)
+    assert model.judgment_mark > held.pk
+    held.save(force_insert=True)
+    state = learning_state.plan_state(plan)
+    assert state.late_judgments(model) == 0 and state.judged_since(model) == 0
     model = plan.models.order_by("-version").first()
     assert model.judged == len(state.training) < len(state.labels)
     assert not set(state.training) & set(sample.documents)
