@@ -269,15 +269,15 @@ def _ranks(scores) -> np.ndarray:
     return out
 
 
-def rank_fuse(first, second, fusion: str = "mean") -> np.ndarray:
-    """Fuse two score arrays by rank (higher is better in both and in the result): "mean",
-    minus the sum of the two ranks; "rrf", reciprocal rank fusion (Cormack, Clarke and
+def rank_fuse(*scores, fusion: str = "mean") -> np.ndarray:
+    """Fuse score arrays by rank (higher is better in each and in the result): "mean",
+    minus the sum of their ranks; "rrf", reciprocal rank fusion (Cormack, Clarke and
     Buettcher 2009), the sum of 1 / (60 + rank), ranks counted from 1."""
-    a, b = _ranks(first), _ranks(second)
+    ranks = [_ranks(s) for s in scores]
     if fusion == "mean":
-        return -(a + b)
+        return -sum(ranks)
     if fusion == "rrf":
-        return 1 / (61 + a) + 1 / (61 + b)
+        return sum(1 / (61 + r) for r in ranks)
     raise ValueError(f"unknown fusion {fusion!r}; use mean or rrf")
 
 

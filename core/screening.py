@@ -62,7 +62,7 @@ class Protocol:
     # "lr": logistic regression (C = ``c``); "svm": ASReview's ELAS u4 classifier (a linear
     # SVM, C = 0.11, non-relevant documents weighted down to a 1 : 9.8 ratio, judged
     # documents only); "ensemble": the two models' ranks fused by ``fusion``; "ensemble3"
-    # (measured, not adopted): the mean rank of the two and a second SVM on ``svm_matrix``.
+    # (measured, not adopted): the two and a second SVM on ``svm_matrix``, fused alike.
     model: str = "ensemble"
     # "mean": the mean of the two ranks; "rrf": reciprocal rank fusion (Cormack, Clarke and
     # Buettcher 2009, k = 60), which favours a document either model puts near its top.
@@ -120,14 +120,12 @@ def _model_scores(
     if protocol.model in ("ensemble", "ensemble3"):
         half = Protocol(c=protocol.c, model="lr", presumed=protocol.presumed)
         lr = _model_scores(matrix, judged, labels, half, seed)
+        features = (matrix, svm_rows) if protocol.model == "ensemble3" else (svm_rows,)
         try:
-            if protocol.model == "ensemble3":
-                svms = [active.svm_scores(m, judged, labels, seed=seed) for m in (matrix, svm_rows)]
-                return -sum(active._ranks(scores) for scores in (lr, *svms))
-            svm = active.svm_scores(svm_rows, judged, labels, seed=seed)
+            svms = [active.svm_scores(m, judged, labels, seed=seed) for m in features]
         except active.NotTrainable:
             return lr  # only relevant documents judged: the regression picks alone, as live
-        return active.rank_fuse(lr, svm, protocol.fusion)
+        return active.rank_fuse(lr, *svms, fusion=protocol.fusion)
     rows, y = list(judged), list(labels)
     if protocol.presumed:
         extra = active.presumed_nonrelevant(range(matrix.shape[0]), judged, seed=seed)

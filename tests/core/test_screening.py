@@ -173,11 +173,11 @@ def test_rank_fusion_puts_first_what_both_models_rank_high_or_either_ranks_first
     a = np.array([0.9, 0.8, 0.1, 0.5])
     b = np.array([0.1, 0.7, 0.9, 0.6])
     # ranks: a 0 1 3 2, b 3 1 0 2
-    assert np.argmax(active.rank_fuse(a, b, "mean")) == 1  # 1 + 1 beats 0 + 3 and 3 + 0
-    rrf = active.rank_fuse(a, b, "rrf")
+    assert np.argmax(active.rank_fuse(a, b, fusion="mean")) == 1  # 1 + 1 beats 0 + 3 and 3 + 0
+    rrf = active.rank_fuse(a, b, fusion="rrf")
     assert rrf[1] > rrf[3] and rrf[0] == pytest.approx(rrf[2])
     with pytest.raises(ValueError, match="unknown fusion"):
-        active.rank_fuse(a, b, "max")
+        active.rank_fuse(a, b, fusion="max")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
