@@ -103,8 +103,12 @@ def plan_state(plan: LearningPlan) -> PlanState:
         state.seed_mark = max(state.seed_mark, seed_id)
         first_seen.setdefault(doc, (0, seed_id))
         grades[doc] = [relevance]  # replaced by judgments when people judged it too
+    for documents, reached in CheckSample.objects.filter(plan_id=plan.pk).values_list(
+        "documents", "reached"
+    ):
+        state.checks.update(documents)
+        state.reached.update(reached)
     judged_docs = set()
-    judged_pairs: list[tuple[int, int]] = []  # (judgment id, document), ascending ids
     judgments = Judgment.objects.filter(
         task__project_id=plan.project_id, task__topic_id=plan.topic_id
     ).values_list("id", "task__document_id", "relevance")
@@ -115,7 +119,8 @@ def plan_state(plan: LearningPlan) -> PlanState:
         grades[doc].append(relevance)
         state.last_judgment[doc] = max(state.last_judgment.get(doc, 0), judgment_id)
         state.judgment_mark = max(state.judgment_mark, judgment_id)
-        judged_pairs.append((judgment_id, doc))
+        if doc not in state.checks:  # check-sample judgments never retrain, late or not
+            state.judgment_ids.append(judgment_id)
         first_seen.setdefault(doc, (1, judgment_id))
     rule = plan.project.relevance_rule
     state.labels = {doc: relevance_label(g, rule)[0] for doc, g in grades.items()}
@@ -124,13 +129,6 @@ def plan_state(plan: LearningPlan) -> PlanState:
     ).values_list("document_id", "relevance"):
         if doc in state.labels:
             state.labels[doc] = relevance
-    for documents, reached in CheckSample.objects.filter(plan_id=plan.pk).values_list(
-        "documents", "reached"
-    ):
-        state.checks.update(documents)
-        state.reached.update(reached)
-    # Check-sample judgments never retrain, late or not.
-    state.judgment_ids = [j for j, doc in judged_pairs if doc not in state.checks]
     state.gains = [
         int(state.labels[d] >= 1)
         for d in sorted(state.labels, key=first_seen.get)

@@ -77,11 +77,10 @@ def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
     # The version a plan ends with sees every judgment (its machine labels are final): once
     # the budget is spent or the round closed, any judgment no model saw makes a retrain
     # due, coalesced or not.
-    unseen_at_end = _last_step(plan, state) and state.judged_since(latest) > 0
+    unseen = state.judged_since(latest)  # late judgments included
+    unseen_at_end = _last_step(plan, state) and unseen > 0
     due = (
-        state.judged_since(latest) >= (plan.retrain_every or size)
-        or (not state.queued and state.judged_since(latest) > 0)
-        or unseen_at_end
+        unseen >= (plan.retrain_every or size) or (not state.queued and unseen > 0) or unseen_at_end
     )
     seen = (
         latest is not None
