@@ -108,8 +108,6 @@ def main():
                             times.append(1000 * (time.perf_counter() - started))
                     with db.transaction():
                         plan = db.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall()
-                    if os.environ.get("CLAIM_WALK_PLAN"):
-                        print("\n".join(line for (line,) in plan))
                     first = next(line for (line,) in plan if "Buffers:" in line)
                     buffers = sum(int(n) for n in re.findall(r"(?:hit|read)=(\d+)", first))
                     row += [f"{statistics.median(times):>10.2f}", f"{buffers:>8,}"]
