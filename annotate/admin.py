@@ -131,7 +131,12 @@ class TaskAdmin(ReadOnly):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(ReadOnly):
+    # Leases are written only by the judging services: a task's ``claimed`` counts them
+    # under the task's lock (G1), and a lease given back lowers the annotators' claim
+    # frontiers (judgments.frontiers_lower). A status changed or a row deleted here would
+    # leave the task over-counted or out of every annotator's reach.
+
     list_display = ("task", "annotator", "status", "leased_at", "expires_at")
     list_filter = ("status",)
     raw_id_fields = ("task",)

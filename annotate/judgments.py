@@ -131,7 +131,8 @@ def leases_expire(*, project: AnnotationProject | None = None, now: datetime | N
     if project is not None:
         qs = qs.filter(task__project=project)
     released = 0
-    for assignment_id, task_id in qs.values_list("id", "task_id")[:500]:
+    rows = qs.values_list("id", "task_id", *(f"task__{f}" for f in _KEY_FIELDS))
+    for assignment_id, task_id, *key in rows[:500]:
         with transaction.atomic():
             # Flip the status first: only the transaction that flips it gives the claim back.
             flipped = Assignment.objects.filter(
@@ -139,8 +140,72 @@ def leases_expire(*, project: AnnotationProject | None = None, now: datetime | N
             ).update(status=Assignment.Status.EXPIRED)
             if flipped:
                 Task.objects.filter(pk=task_id, claimed__gt=0).update(claimed=F("claimed") - 1)
+                frontiers_lower([(*key, task_id)])
                 released += 1
     return released
+
+
+# A task's place in queue order, after its round: the columns of the index
+# task_free_in_order (the task's id comes last).
+_KEY_FIELDS = ("round_id", "topic_id", "persona_id", "position")
+# The advisory-lock namespace of claim frontiers (PostgreSQL's two-int4 form: this, round).
+_FRONTIER_LOCKS = 0x5A5C
+
+
+def _round_lock(cursor, round_id: int, *, exclusive: bool) -> None:
+    """Claims in a round hold a shared lock on it, the writers that lower its frontiers an
+    exclusive one, each until its transaction ends (PostgreSQL; SQLite runs one writing
+    transaction at a time anyway).
+
+    So a claim never moves a frontier past a task that a transaction still open frees or
+    adds: that transaction lowers the frontiers only once no claim in the round is open,
+    and the claims that come after see what it did. A writer takes the lock after its own
+    changes, just before lowering, so it never holds the lock while waiting on a row a claim
+    holds; and it must not already hold a claim's shared lock (two such would wait on each
+    other): the claim path frees and adds only outside a claim's transaction
+    (``task_claim``'s ``refill``).
+    """
+    if connection.vendor != "postgresql":
+        return
+    function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+    cursor.execute(f"SELECT {function}(%s, %s)", [_FRONTIER_LOCKS, round_id % 2**31])
+
+
+_LOWER_SQL = """
+    UPDATE annotate_claimfrontier
+       SET at_topic = %(topic)s, at_persona = %(persona)s, at_position = %(position)s,
+           at_task = %(task)s
+     WHERE round_id = %(round)s
+       AND (at_topic, at_persona, at_position, at_task)
+           > (%(topic)s, %(persona)s, %(position)s, %(task)s)
+"""
+
+
+def frontiers_lower(keys) -> None:
+    """Take every annotator's claim frontier in each round back to the lowest of ``keys``
+    ((round, topic, persona, position, task id) of tasks just freed or added), in the
+    caller's transaction, after its changes.
+
+    Whatever gives a place back on a task (an expired lease, a skip) or adds a task calls
+    this, or a claim could go on starting above a task that is free again.
+    """
+    lowest: dict[int, tuple] = {}
+    for round_id, *key in keys:
+        lowest[round_id] = min(lowest.get(round_id, key), key)
+    with connection.cursor() as cursor:
+        for round_id in sorted(lowest):  # one order for every writer
+            topic, persona, position, task = lowest[round_id]
+            _round_lock(cursor, round_id, exclusive=True)
+            cursor.execute(
+                _LOWER_SQL,
+                {
+                    "round": round_id,
+                    "topic": topic,
+                    "persona": persona,
+                    "position": position,
+                    "task": task,
+                },
+            )
 
 
 _last_expiry: dict[int, float] = {}
@@ -176,7 +241,11 @@ PRELOAD_LEASE = timedelta(minutes=5)
 
 
 def task_claim(
-    *, user, project: AnnotationProject, skip_task_ids: tuple[int, ...] = ()
+    *,
+    user,
+    project: AnnotationProject,
+    skip_task_ids: tuple[int, ...] = (),
+    refill: bool = True,
 ) -> Assignment | None:
     """Return the annotator's oldest live lease not in ``skip_task_ids``, or lease a new task.
 
@@ -191,6 +260,12 @@ def task_claim(
     place of the same task, and ``claimed <= required`` is also a database constraint. On
     SQLite, which has no row locks, every write transaction starts with ``BEGIN IMMEDIATE``
     (see settings), so claims are serialised by the database lock instead.
+
+    With ``refill`` (the default) expired leases are given back first now and then, and
+    when no task is free, expired leases and the learning plans' next picks are tried too.
+    Give ``refill=False`` when the caller's transaction goes on after the claim (they free
+    and add tasks, which must not happen in a transaction that holds a claim: see
+    ``_round_lock``).
     """
     if skip_task_ids:
         _lease_renew(user, project, skip_task_ids[0])
@@ -198,6 +273,8 @@ def task_claim(
     if live is not None:
         return live
     preload = bool(skip_task_ids)
+    if not refill:
+        return _claim_free_task(user, project, preload=preload)
     _expire_now_and_then(project)
     assignment = _claim_free_task(user, project, preload=preload)
     if assignment is None and leases_expire(project=project):
@@ -267,16 +344,80 @@ def _lease_renew(user, project: AnnotationProject, task_id: int) -> bool:
 
 
 _FREE_TASK_SQL = """
-    SELECT t.id FROM annotate_task t
+    SELECT t.topic_id, t.persona_id, t.position, t.id FROM annotate_task t
      WHERE t.project_id = %(project)s AND t.round_id = %(round)s AND t.claimed < t.required
+       AND (t.topic_id, t.persona_id, t.position, t.id)
+           >= (%(topic)s, %(persona)s, %(position)s, %(task)s)
        AND NOT EXISTS (SELECT 1 FROM annotate_assignment a
                         WHERE a.task_id = t.id AND a.annotator_id = %(user)s
                           AND a.status <> %(expired)s)
      -- The order of the partial index task_free_in_order, so the first row is the answer
-     -- (one round at a time: with "round_id IN (...)" PostgreSQL sorts every free task).
+     -- (one round at a time: with "round_id IN (...)" PostgreSQL sorts every free task),
+     -- and the scan starts at the frontier's key.
      ORDER BY t.project_id, t.round_id, t.topic_id, t.persona_id, t.position, t.id
      LIMIT 1 {lock}
 """
+_LAST_FREE_SQL = """
+    SELECT t.topic_id, t.persona_id, t.position, t.id FROM annotate_task t
+     WHERE t.project_id = %(project)s AND t.round_id = %(round)s AND t.claimed < t.required
+     ORDER BY t.project_id DESC, t.round_id DESC, t.topic_id DESC, t.persona_id DESC,
+              t.position DESC, t.id DESC
+     LIMIT 1
+"""
+_FRONTIER_SQL = """
+    SELECT at_topic, at_persona, at_position, at_task FROM annotate_claimfrontier
+     WHERE round_id = %(round)s AND annotator_id = %(user)s
+"""
+_FRONTIER_SET_SQL = """
+    INSERT INTO annotate_claimfrontier
+           (round_id, annotator_id, at_topic, at_persona, at_position, at_task)
+    VALUES (%(round)s, %(user)s, %(topic)s, %(persona)s, %(position)s, %(task)s)
+    ON CONFLICT (round_id, annotator_id) DO UPDATE
+       SET at_topic = excluded.at_topic, at_persona = excluded.at_persona,
+           at_position = excluded.at_position, at_task = excluded.at_task
+"""
+_START = (0, 0, 0, 0)  # below every task: topic, persona and task ids start at 1
+
+
+def _free_task_in_round(cursor, params: dict, lock: str) -> int | None:
+    """Return the first free task of ``params["round"]`` the annotator has not taken, locked
+    for the claim; move the annotator's frontier up to it (``ClaimFrontier``).
+
+    The scan starts at the frontier, so it reads the tasks between there and the answer,
+    not every task the annotator judged that waits for other annotators' judgments (with
+    two or more judgments per task). The first free task not theirs is looked up without
+    a lock and becomes the frontier; the locked pick starts there and passes the tasks
+    other claims hold locked right now (SKIP LOCKED), which stay above the frontier.
+    """
+    _round_lock(cursor, params["round"], exclusive=False)
+    cursor.execute(_FRONTIER_SQL, params)
+    frontier = tuple(cursor.fetchone() or _START)
+    keys = ("topic", "persona", "position", "task")
+    params.update(zip(keys, frontier, strict=True))
+    cursor.execute(_FREE_TASK_SQL.format(lock=""), params)
+    first = cursor.fetchone()
+    task_id = None
+    if first is None:
+        # Nothing left for them: go past the round's last free task (each of those is
+        # theirs); a task freed or added later lowers the frontier again.
+        cursor.execute(_LAST_FREE_SQL, params)
+        last = cursor.fetchone()
+        moved = max(frontier, (*last[:3], last[3] + 1)) if last else frontier
+    else:
+        moved = tuple(first)
+        if lock:
+            params.update(zip(keys, moved, strict=True))
+            cursor.execute(_FREE_TASK_SQL.format(lock=lock), params)
+            row = cursor.fetchone()
+            task_id = row[3] if row else None
+        else:
+            task_id = first[3]
+    if moved != frontier:
+        params.update(zip(keys, moved, strict=True))
+        cursor.execute(_FRONTIER_SET_SQL, params)
+    return task_id
+
+
 # One upsert: a new lease, or the renewal of this annotator's expired (or skipped) one.
 _LEASE_SQL = """
     INSERT INTO annotate_assignment
@@ -318,21 +459,21 @@ def _claim_free_task(
     }
     # No savepoint when nested: a failure here fails the caller's transaction anyway.
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        # Rounds are numbered in creation order, so their ids sort like their numbers.
+        # Rounds are numbered in creation order, so their ids sort like their numbers (and
+        # their frontier locks are taken in one order).
         for params["round"] in project.open_round_ids():
-            cursor.execute(_FREE_TASK_SQL.format(lock=lock), params)
-            row = cursor.fetchone()
-            if row is not None:
+            task_id = _free_task_in_round(cursor, params, lock)
+            if task_id is not None:
                 break
         else:
             return None
-        params["task"] = row[0]
+        params["task"] = task_id
         cursor.execute(_LEASE_SQL, params)
         (assignment_id,) = cursor.fetchone()
         cursor.execute("UPDATE annotate_task SET claimed = claimed + 1 WHERE id = %(task)s", params)
     return Assignment(
         id=assignment_id,
-        task_id=row[0],
+        task_id=task_id,
         annotator_id=user.pk,
         status=Assignment.Status.LEASED,
         leased_at=now,
@@ -520,10 +661,22 @@ def judgment_submit_and_claim(
 
     What the judging page sends on Enter. One commit instead of two: the commit's disk flush
     is the largest single cost of the request. A failed claim rolls the judgment back too, so
-    the client's retry (same Idempotency-Key) stores it exactly once.
+    the client's retry (same Idempotency-Key) stores it exactly once. When no task is free,
+    the judgment commits first and the refilling claim (``task_claim``'s ``refill``) runs
+    after it; a failure there is answered as a failure, and the retry finds the judgment
+    stored (G2).
     """
+    # Expired leases go back now and then, each in a transaction of its own, before: what
+    # frees a task must not run in a transaction that holds a claim (``_round_lock``).
+    _expire_now_and_then(project)
     with transaction.atomic():
         judgment, created = judgment_submit(user=user, **submit)
+        following = task_claim(
+            user=user, project=project, skip_task_ids=skip_task_ids, refill=False
+        )
+    if following is None:
+        # Nothing free: expired leases and the plans' next picks, then a claim again, after
+        # the judgment's commit.
         following = task_claim(user=user, project=project, skip_task_ids=skip_task_ids)
     return judgment, created, following
 
@@ -607,6 +760,8 @@ def task_skip(*, user, task_id: int, reason: str) -> Assignment:
         assignment.skip_reason = reason[:2000]
         assignment.save(update_fields=["status", "skip_reason"])
         Task.objects.filter(pk=task_id, claimed__gt=0).update(claimed=F("claimed") - 1)
+        task = assignment.task
+        frontiers_lower([(*(getattr(task, f) for f in _KEY_FIELDS), task.pk)])
     return assignment
 
 

@@ -450,6 +450,39 @@ class JudgedCount(models.Model):
         return f"round {self.round_id} topic {self.topic_id}: {self.judged} by {self.annotator_id}"
 
 
+class ClaimFrontier(models.Model):
+    """Where an annotator's claim starts in one round: a key in queue order (topic, persona,
+    position, task id) below which no free task is left for them.
+
+    With two or more judgments per task a task the annotator judged stays free until the
+    others judge it too; without this the claim walked past all of those, so its cost grew
+    with how far the annotator was ahead (bench/claim_walk.py). The claim moves it forward
+    (``judgments._claim_free_task``); whatever frees a task or adds one below it lowers it,
+    in the same transaction (``judgments.frontiers_lower``). On PostgreSQL the two never
+    overlap in a round: claims hold a shared advisory lock on the round, the writers that
+    lower an exclusive one (see ``judgments._round_lock``).
+    """
+
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="+")
+    # The key's parts as plain numbers (the task's topic_id, persona_id, position and id).
+    at_topic = models.BigIntegerField(default=0)
+    at_persona = models.BigIntegerField(default=0)
+    at_position = models.BigIntegerField(default=0)
+    at_task = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # Round first: lowering every frontier of a round reads this index too.
+            models.UniqueConstraint(fields=["round", "annotator"], name="claim_frontier_unique"),
+        ]
+
+    def __str__(self):
+        return f"round {self.round_id} annotator {self.annotator_id}: task {self.at_task}"
+
+
 class Assignment(models.Model):
     """An annotator's claim on a task: a lease that expires, then a submission or a skip."""
 

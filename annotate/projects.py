@@ -5,7 +5,7 @@ import hashlib
 from django.db import transaction
 from django.db.models import F
 
-from annotate import hooks, roles
+from annotate import hooks, judgments, roles
 from annotate.models import (
     AnnotationProject,
     BatchCount,
@@ -85,6 +85,9 @@ def project_tasks_add(
             BatchCount.objects.filter(pk=count.pk).update(
                 tasks=F("tasks") + len(new), required=F("required") + sum(t.required for t in new)
             )
+            # Every new task sorts at or after this key (positions grow): the claims of
+            # annotators past it start here again.
+            judgments.frontiers_lower([(round_.pk, topic.pk, persona.pk, count.tasks, 0)])
     return len(new)
 
 

@@ -12,7 +12,7 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from annotate import judgments, projects, selectors
-from annotate.models import BatchCount, Document, JudgedCount, Judgment, Round, Task
+from annotate.models import Assignment, BatchCount, Document, JudgedCount, Judgment, Round, Task
 from tests.conftest import ANSWERS
 from tests.factories import PersonaFactory, ProjectFactory, TopicFactory
 from tests.stormkit import run_threads
@@ -255,11 +255,24 @@ def test_the_admin_cannot_write_tasks_or_judgments_behind_the_counters(mixed, ma
     client.force_login(make_user("lead", roles.LEAD))
     judgment = Judgment.objects.first()
     task = Task.objects.filter(judged=0, round=production).first()
+    assignment = Assignment.objects.first()
     writes = [
         ("get", reverse("admin:annotate_task_add"), {}),
         ("post", reverse("admin:annotate_task_delete", args=[task.pk]), {"post": "yes"}),
         ("post", reverse("admin:annotate_judgment_add"), {}),
         ("post", reverse("admin:annotate_judgment_delete", args=[judgment.pk]), {"post": "yes"}),
+        # Leases: a task's claimed count and the claim frontiers follow them.
+        ("post", reverse("admin:annotate_assignment_add"), {}),
+        (
+            "post",
+            reverse("admin:annotate_assignment_delete", args=[assignment.pk]),
+            {"post": "yes"},
+        ),
+        (
+            "post",
+            reverse("admin:annotate_assignment_change", args=[assignment.pk]),
+            {"status": "expired"},
+        ),
     ]
     # A document with tasks (deleting it would take its unjudged tasks along).
     document = task.document
