@@ -7,7 +7,7 @@ import factory
 from factory.django import DjangoModelFactory
 
 from annotate import projects
-from annotate.models import AnnotationProject, Persona, Topic
+from annotate.models import AnnotationProject, Document, Persona, Topic
 
 
 class PersonaFactory(DjangoModelFactory):
@@ -57,3 +57,19 @@ class ProjectFactory(factory.Factory):
                     documents=documents,
                 )
         return project
+
+
+def new_documents(collection, name: str, n: int) -> list[Document]:
+    """``n`` more messages in ``collection`` (docids ``name/0`` ...), each with the body of
+    the collection's first message: documents for tasks, in bulk."""
+    body = Document.objects.filter(collection=collection).first().body
+    return Document.objects.bulk_create(
+        Document(
+            collection=collection,
+            docid=f"{name}/{i}",
+            subject=f"{name} {i}",
+            body=body,
+            content_hash=f"{name}-{i}",
+        )
+        for i in range(n)
+    )

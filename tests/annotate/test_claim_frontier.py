@@ -18,7 +18,7 @@ from django.utils import timezone
 from annotate import judgments, projects, roles
 from annotate.models import Assignment, ClaimFrontier, Document, Round, Task
 from tests.conftest import ANSWERS
-from tests.factories import PersonaFactory, ProjectFactory, TopicFactory
+from tests.factories import PersonaFactory, ProjectFactory, TopicFactory, new_documents
 from tests.stormkit import run_threads
 
 
@@ -48,20 +48,6 @@ def submit(user, task_id):
         answers=judgments.Answers(**ANSWERS),
         active_seconds=2,
         started_at=timezone.now() - timedelta(seconds=2),
-    )
-
-
-def new_documents(collection, name, n):
-    body = Document.objects.filter(collection=collection).first().body
-    return Document.objects.bulk_create(
-        Document(
-            collection=collection,
-            docid=f"{name}/{i}",
-            subject=f"{name} {i}",
-            body=body,
-            content_hash=f"{name}-{i}",
-        )
-        for i in range(n)
     )
 
 
@@ -136,18 +122,24 @@ def test_every_claim_takes_the_task_a_walk_from_the_start_would(two_topics, seed
     assert ClaimFrontier.objects.exists()
 
 
+def a_ahead(collection, make_user, *, tasks: int, lead: int):
+    """Overlap 2, one batch of ``tasks``; annotator A has judged the first ``lead`` alone."""
+    a, b = make_user("ahead", roles.ANNOTATOR), make_user("behind", roles.ANNOTATOR)
+    project = ProjectFactory(
+        collection=collection,
+        annotators=[a, b],
+        overlap=2,
+        documents=new_documents(collection, "ahead", tasks),
+    )
+    for _ in range(lead):
+        submit(a, judgments._claim_free_task(a, project).task_id)
+    return project, a, b
+
+
 def test_an_annotator_far_ahead_starts_where_they_left_off(sample_collection, make_user):
     """Overlap 2, annotator A judges 200 tasks before B starts: A's next claim reads the
     tasks from the frontier, not the 200 that wait for B."""
-    a, b = make_user("ahead", roles.ANNOTATOR), make_user("behind", roles.ANNOTATOR)
-    project = ProjectFactory(
-        collection=sample_collection,
-        annotators=[a, b],
-        overlap=2,
-        documents=new_documents(sample_collection, "far", 240),
-    )
-    for _ in range(200):
-        submit(a, judgments._claim_free_task(a, project).task_id)
+    project, a, b = a_ahead(sample_collection, make_user, tasks=240, lead=200)
     frontier = ClaimFrontier.objects.get(annotator=a)
     queue = list(Task.objects.order_by("position").values_list("id", flat=True))
     assert frontier.at_task == queue[199]  # the last one A took (A's next is above it)
@@ -172,15 +164,7 @@ def test_the_claim_of_an_annotator_ahead_reads_what_a_claim_behind_reads(
 ):
     """What one claim reads, A ahead by 400 tasks in a double-judged round: about what B's
     reads (B is at the start). Without the frontier A's claim read every task A judged."""
-    a, b = make_user("ahead", roles.ANNOTATOR), make_user("behind", roles.ANNOTATOR)
-    project = ProjectFactory(
-        collection=sample_collection,
-        annotators=[a, b],
-        overlap=2,
-        documents=new_documents(sample_collection, "reads", 450),
-    )
-    for _ in range(400):
-        submit(a, judgments._claim_free_task(a, project).task_id)
+    project, a, b = a_ahead(sample_collection, make_user, tasks=450, lead=400)
     judgments._claim_free_task(b, project)  # each has a frontier row now
 
     def claim_reads(user) -> int:

@@ -14,7 +14,7 @@ from django.utils import timezone
 from annotate import judgments, projects, selectors
 from annotate.models import Assignment, BatchCount, Document, JudgedCount, Judgment, Round, Task
 from tests.conftest import ANSWERS
-from tests.factories import PersonaFactory, ProjectFactory, TopicFactory
+from tests.factories import PersonaFactory, ProjectFactory, TopicFactory, new_documents
 from tests.stormkit import run_threads
 
 
@@ -181,19 +181,8 @@ def tuples_read() -> int:
 def test_what_a_judgment_reads_does_not_grow_with_the_project(db, sample_collection, make_user):
     from annotate import roles
 
-    body = Document.objects.filter(collection=sample_collection).first().body
-
     def reads(n_tasks: int, name: str) -> int:
-        docs = Document.objects.bulk_create(
-            Document(
-                collection=sample_collection,
-                docid=f"{name}/{i}",
-                subject=f"m {i}",
-                body=body,
-                content_hash=f"{name}{i}",
-            )
-            for i in range(n_tasks)
-        )
+        docs = new_documents(sample_collection, name, n_tasks)
         user = make_user(f"{name}-a", roles.ANNOTATOR)
         project = ProjectFactory(name=name, collection=sample_collection, annotators=[user])
         round_, topic, persona = project.rounds.get(), project.topics.get(), project.personas.get()
