@@ -131,8 +131,10 @@ def leases_expire(*, project: AnnotationProject | None = None, now: datetime | N
     if project is not None:
         qs = qs.filter(task__project=project)
     released = 0
-    rows = qs.values_list("id", "task_id", *(f"task__{f}" for f in _KEY_FIELDS))
-    for assignment_id, task_id, *key in rows[:500]:
+    rows = qs.values_list(
+        "id", "task_id", "task__round_id", "task__topic_id", "task__persona_id", "task__position"
+    )
+    for assignment_id, task_id, round_id, topic_id, persona_id, position in rows[:500]:
         with transaction.atomic():
             # Flip the status first: only the transaction that flips it gives the claim back.
             flipped = Assignment.objects.filter(
@@ -140,14 +142,11 @@ def leases_expire(*, project: AnnotationProject | None = None, now: datetime | N
             ).update(status=Assignment.Status.EXPIRED)
             if flipped:
                 Task.objects.filter(pk=task_id, claimed__gt=0).update(claimed=F("claimed") - 1)
-                frontiers_lower([(*key, task_id)])
+                frontiers_lower(round_id, (topic_id, persona_id, position, task_id))
                 released += 1
     return released
 
 
-# A task's place in queue order, after its round: the columns of the index
-# task_free_in_order (the task's id comes last).
-_KEY_FIELDS = ("round_id", "topic_id", "persona_id", "position")
 # The advisory-lock namespace of claim frontiers (PostgreSQL's two-int4 form: this, round).
 _FRONTIER_LOCKS = 0x5A5C
 
@@ -178,34 +177,56 @@ _LOWER_SQL = """
      WHERE round_id = %(round)s
        AND (at_topic, at_persona, at_position, at_task)
            > (%(topic)s, %(persona)s, %(position)s, %(task)s)
+       -- An annotator who holds, judged or skipped the task has nothing new below their
+       -- frontier (the one ahead, when the one behind gives a task back).
+       AND NOT EXISTS (SELECT 1 FROM annotate_assignment a
+                        WHERE a.task_id = %(task)s
+                          AND a.annotator_id = annotate_claimfrontier.annotator_id
+                          AND a.status <> %(expired)s)
 """
 
 
-def frontiers_lower(keys) -> None:
-    """Take every annotator's claim frontier in each round back to the lowest of ``keys``
-    ((round, topic, persona, position, task id) of tasks just freed or added), in the
-    caller's transaction, after its changes.
+def frontiers_lower(round_id: int, key: tuple[int, int, int, int]) -> None:
+    """Take the claim frontiers of the round back to ``key`` (topic, persona, position and
+    id of a task just freed; id 0 for the first of tasks just added), in the caller's
+    transaction, after its changes.
 
-    Whatever gives a place back on a task (an expired lease, a skip) or adds a task calls
-    this, or a claim could go on starting above a task that is free again.
+    Whatever gives a place back on a task (an expired lease, a skip) or adds tasks calls
+    this, or a claim could go on starting above a task that is free again. Frontiers of
+    annotators who still have the task (held, judged, skipped) stay.
     """
-    lowest: dict[int, tuple] = {}
-    for round_id, *key in keys:
-        lowest[round_id] = min(lowest.get(round_id, key), key)
+    topic, persona, position, task = key
     with connection.cursor() as cursor:
-        for round_id in sorted(lowest):  # one order for every writer
-            topic, persona, position, task = lowest[round_id]
+        _round_lock(cursor, round_id, exclusive=True)
+        cursor.execute(
+            _LOWER_SQL,
+            {
+                "round": round_id,
+                "topic": topic,
+                "persona": persona,
+                "position": position,
+                "task": task,
+                "expired": Assignment.Status.EXPIRED.value,
+            },
+        )
+
+
+def frontiers_reset() -> int:
+    """Drop every claim frontier (each annotator's next claim walks from the round's start
+    once, and sets it again); return how many there were.
+
+    For tasks freed behind the services (SQL by hand, a process of an earlier version
+    during an upgrade), which lowered no frontier: always safe, as a frontier only saves
+    reading. Every round's lock is taken first, in the claims' order, so no claim running
+    meanwhile writes back a frontier it read before.
+    """
+    from annotate.models import ClaimFrontier, Round
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        for round_id in Round.objects.order_by("id").values_list("id", flat=True):
             _round_lock(cursor, round_id, exclusive=True)
-            cursor.execute(
-                _LOWER_SQL,
-                {
-                    "round": round_id,
-                    "topic": topic,
-                    "persona": persona,
-                    "position": position,
-                    "task": task,
-                },
-            )
+        deleted, _ = ClaimFrontier.objects.all().delete()
+    return deleted
 
 
 _last_expiry: dict[int, float] = {}
@@ -666,8 +687,9 @@ def judgment_submit_and_claim(
     after it; a failure there is answered as a failure, and the retry finds the judgment
     stored (G2).
     """
-    # Expired leases go back now and then, each in a transaction of its own, before: what
-    # frees a task must not run in a transaction that holds a claim (``_round_lock``).
+    # Expired leases go back now and then, before (so this claim may take one), each in a
+    # transaction of its own: what frees a task must not run in a transaction that holds a
+    # claim (``_round_lock``).
     _expire_now_and_then(project)
     with transaction.atomic():
         judgment, created = judgment_submit(user=user, **submit)
@@ -761,7 +783,7 @@ def task_skip(*, user, task_id: int, reason: str) -> Assignment:
         assignment.save(update_fields=["status", "skip_reason"])
         Task.objects.filter(pk=task_id, claimed__gt=0).update(claimed=F("claimed") - 1)
         task = assignment.task
-        frontiers_lower([(*(getattr(task, f) for f in _KEY_FIELDS), task.pk)])
+        frontiers_lower(task.round_id, (task.topic_id, task.persona_id, task.position, task.pk))
     return assignment
 
 

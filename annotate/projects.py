@@ -87,7 +87,7 @@ def project_tasks_add(
             )
             # Every new task sorts at or after this key (positions grow): the claims of
             # annotators past it start here again.
-            judgments.frontiers_lower([(round_.pk, topic.pk, persona.pk, count.tasks, 0)])
+            judgments.frontiers_lower(round_.pk, (topic.pk, persona.pk, count.tasks, 0))
     return len(new)
 
 

@@ -166,6 +166,9 @@ def test_the_claim_of_an_annotator_ahead_reads_what_a_claim_behind_reads(
     reads (B is at the start). Without the frontier A's claim read every task A judged."""
     project, a, b = a_ahead(sample_collection, make_user, tasks=450, lead=400)
     judgments._claim_free_task(b, project)  # each has a frontier row now
+    with connection.cursor() as cursor:  # the plans of a database in use, not of an empty one
+        cursor.execute("ANALYZE annotate_task")
+        cursor.execute("ANALYZE annotate_assignment")
 
     def claim_reads(user) -> int:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -196,10 +199,10 @@ def test_a_lease_given_back_while_a_claim_moves_the_frontier_is_not_lost(
     real_lower = judgments.frontiers_lower
     taken = []
 
-    def lower_later(keys):
+    def lower_later(*args):
         changed.set()  # the lease is flipped and task 1 has room, not committed yet
         claimed.wait(10)
-        real_lower(keys)
+        real_lower(*args)
 
     def expire():
         judgments.leases_expire(project=project)
@@ -242,3 +245,47 @@ def test_a_second_round_has_its_own_frontier(make_project):
     got = judgments._claim_free_task(a, project)
     assert got.task.round_id == second.pk
     assert judgments._claim_free_task(b, project).task.round_id == first.pk
+
+
+def test_a_task_given_back_behind_leaves_the_frontier_of_one_who_judged_it(
+    sample_collection, make_user
+):
+    """B (behind) skips task 1, which A (ahead) judged: task 1 is free again, but not for
+    A, whose frontier stays where it was; a third annotator's frontier comes back to it."""
+    project, a, b = a_ahead(sample_collection, make_user, tasks=60, lead=50)
+    c = make_user("third", roles.ANNOTATOR)
+    project.annotators.add(c)
+    queue = list(Task.objects.order_by("position").values_list("id", flat=True))
+    held = judgments._claim_free_task(b, project)
+    assert held.task_id == queue[0]
+    for _ in range(3):  # C takes tasks 2-4 (task 1 is full: A judged it, B holds it)
+        submit(c, judgments._claim_free_task(c, project).task_id)
+    ahead = ClaimFrontier.objects.get(annotator=a).at_task
+    judgments.task_skip(user=b, task_id=held.task_id, reason="not sure")
+    assert ClaimFrontier.objects.get(annotator=a).at_task == ahead == queue[49]
+    assert ClaimFrontier.objects.get(annotator=c).at_task == queue[0]
+    for user, expected in ((a, queue[50]), (b, queue[4]), (c, queue[0])):
+        assert first_free_from_start(user, project) == expected
+        assert judgments._claim_free_task(user, project).task_id == expected
+
+
+def test_a_task_freed_behind_the_services_comes_back_with_progress_recount(make_project, capsys):
+    """A lease given back in SQL by hand (or by a process of an earlier version) lowers no
+    frontier: the task is out of reach until ``progress_recount`` drops the frontiers."""
+    from django.core.management import call_command
+    from django.db.models import F
+
+    project, (a, b) = make_project(n_tasks=3, overlap=2)
+    for _ in range(3):
+        submit(a, judgments._claim_free_task(a, project).task_id)
+    held = judgments._claim_free_task(b, project)
+    for _ in range(2):
+        submit(b, judgments._claim_free_task(b, project).task_id)
+    assert judgments._claim_free_task(b, project) is None  # past the round's last task
+    Assignment.objects.filter(pk=held.id).update(status=Assignment.Status.EXPIRED)
+    Task.objects.filter(pk=held.task_id).update(claimed=F("claimed") - 1)
+    assert first_free_from_start(b, project) == held.task_id
+    assert judgments._claim_free_task(b, project) is None
+    call_command("progress_recount")
+    assert "claim frontiers dropped: 2" in capsys.readouterr().out
+    assert judgments._claim_free_task(b, project).task_id == held.task_id
