@@ -141,8 +141,7 @@ def leases_expire(*, project: AnnotationProject | None = None, now: datetime | N
                 pk=assignment_id, status=Assignment.Status.LEASED, expires_at__lte=now
             ).update(status=Assignment.Status.EXPIRED)
             if flipped:
-                Task.objects.filter(pk=task_id, claimed__gt=0).update(claimed=F("claimed") - 1)
-                frontiers_lower(round_id, (topic_id, persona_id, position, task_id))
+                _place_give_back(round_id, (topic_id, persona_id, position, task_id))
                 released += 1
     return released
 
@@ -184,6 +183,14 @@ _LOWER_SQL = """
                           AND a.annotator_id = annotate_claimfrontier.annotator_id
                           AND a.status <> %(expired)s)
 """
+
+
+def _place_give_back(round_id: int, key: tuple[int, int, int, int]) -> None:
+    """A lease's place on a task given back (it expired, or was skipped), in the caller's
+    transaction: the task counts one claim fewer, and the round's frontiers come back to it
+    (``key``: its topic, persona, position and id)."""
+    Task.objects.filter(pk=key[3], claimed__gt=0).update(claimed=F("claimed") - 1)
+    frontiers_lower(round_id, key)
 
 
 def frontiers_lower(round_id: int, key: tuple[int, int, int, int]) -> None:
@@ -781,9 +788,8 @@ def task_skip(*, user, task_id: int, reason: str) -> Assignment:
         assignment.status = Assignment.Status.SKIPPED
         assignment.skip_reason = reason[:2000]
         assignment.save(update_fields=["status", "skip_reason"])
-        Task.objects.filter(pk=task_id, claimed__gt=0).update(claimed=F("claimed") - 1)
         task = assignment.task
-        frontiers_lower(task.round_id, (task.topic_id, task.persona_id, task.position, task.pk))
+        _place_give_back(task.round_id, (task.topic_id, task.persona_id, task.position, task.pk))
     return assignment
 
 
