@@ -19,8 +19,10 @@ from annotate.models import (
     AnnotationProject,
     Answer,
     Assignment,
+    ClaimFrontier,
     Judgment,
     JudgmentVersion,
+    Round,
     Task,
 )
 
@@ -227,8 +229,6 @@ def frontiers_reset() -> int:
     reading. Every round's lock is taken first, in the claims' order, so no claim running
     meanwhile writes back a frontier it read before.
     """
-    from annotate.models import ClaimFrontier, Round
-
     with transaction.atomic(), connection.cursor() as cursor:
         for round_id in Round.objects.order_by("id").values_list("id", flat=True):
             _round_lock(cursor, round_id, exclusive=True)
