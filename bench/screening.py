@@ -16,6 +16,18 @@ least 5 relevant documents, ``--topics`` of them spread evenly in number order. 
 run by its own Python (``--asreview``, default /tmp/asr/bin/python; install it there with
 ``python3.11 -m venv /tmp/asr && /tmp/asr/bin/pip install asreview``). ``--variants ""``
 runs ASReview alone (to fill ``--asreview-cache`` while the variants are still tuned).
+
+Your own data, never seen by the tuning:
+
+    .venv/bin/python bench/screening.py --dataset review.csv --variants sasc
+    .venv/bin/python bench/screening.py --docs docs.jsonl --qrels qrels.txt --variants sasc
+
+``--dataset`` (repeatable): a labelled screening dataset as ASReview reads it (CSV, TSV or
+JSONL; ``title`` and/or ``abstract`` or one ``text`` column, and a 0/1 ``label_included``
+or ``included`` column), one topic per file. ``--docs`` and ``--qrels``: documents (pyserini's
+JSONL, ``id`` and ``contents``, or CSV/TSV with an id and a text column) and TREC qrels
+naming their ids (grade 1 or more relevant), one topic per qrels topic. A file that cannot be
+read stops the run with its name, line and what was wrong.
 """
 
 import argparse
@@ -190,6 +202,25 @@ def smart_collection(name: str):
     return texts, {t: r for t, r in topics.items() if t in known}
 
 
+def categories_collection():
+    """CACM's Computing Reviews categories as topics (a check on labels no tuning used): the
+    1,425 abstracts that carry ``.C`` codes (title + abstract, as ``smart_collection``), and
+    one topic per code (``4.22``, say): the documents an ACM reviewer filed under it, 5 to
+    148 of them. Topics by subject category, as in a newswire collection's."""
+    name = "cacm.all"
+    docs = [r for r in iter_smart((DATA / "cacm" / name).read_bytes(), name) if hasattr(r, "id")]
+    texts: list[str] = []
+    topics: dict[str, set[int]] = {}
+    for d in docs:
+        codes = set(d.fields.get("C", "").replace(",", " ").split())
+        if not codes:
+            continue
+        for code in codes:
+            topics.setdefault(code, set()).add(len(texts))
+        texts.append(" ".join(f"{d.fields.get('T', '')} {d.fields.get('W', '')}".split()))
+    return texts, topics
+
+
 # Tuning topics for the mail (never in the reported runs): the other lists and newsletters of
 # the demo's ham, by the header that names them (List-Id, X-Mailing-List or Sender), and
 # the list the reported ten leave out. Tuning on the mail's own genre (quoted replies,
@@ -233,6 +264,182 @@ def mail_collection():
                     topics[name].add(len(texts))
             texts.append(" ".join(f"{msg.get('Subject', '')} {text}".split()))
     return texts, topics
+
+
+# Your own data (``--dataset``, ``--docs`` with ``--qrels``): the column names the field's
+# tools write. ASReview's labelled datasets (and the SYNERGY collection's) hold one review
+# each: a title, an abstract and a 0/1 inclusion label per record; pyserini's JSONL
+# collections an ``id`` and ``contents`` per line.
+ID_COLUMNS = ("id", "docid", "docno", "doc_id", "record_id")
+TEXT_COLUMNS = ("contents", "text", "body")
+TITLE_COLUMNS = ("title", "primary_title", "subject")
+ABSTRACT_COLUMNS = ("abstract", "notes_abstract")
+LABEL_COLUMNS = (
+    "label_included",
+    "included",
+    "final_included",
+    "included_label",
+    "included_final",
+    "included_flag",
+    "include",
+    "label",
+)
+
+
+class DataError(ValueError):
+    """A file given with --dataset, --docs or --qrels that cannot be read as documented;
+    the message names the file, the line or record and what was wrong."""
+
+
+def _records(path: Path):
+    """(where, record dict with lower-case keys) per record of a CSV, TSV or JSONL file."""
+    import csv
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 (byte {exc.start})") from None
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        for line_no, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}, line {line_no}: not JSON ({exc.msg})") from None
+            if not isinstance(record, dict):
+                raise DataError(f"{path}, line {line_no}: a JSON object was expected")
+            yield f"{path}, line {line_no}", {str(k).lower(): v for k, v in record.items()}
+        return
+    dialect = "excel-tab" if path.suffix.lower() in (".tsv", ".tab", ".txt") else "excel"
+    csv.field_size_limit(1 << 30)
+    reader = csv.DictReader(text.splitlines(keepends=True), dialect=dialect)
+    if not reader.fieldnames:
+        raise DataError(f"{path}: empty, or no header line")
+    try:
+        for record in reader:
+            if None in record:
+                raise DataError(
+                    f"{path}, line {reader.line_num}: more fields than the header's "
+                    f"{len(reader.fieldnames)}"
+                )
+            yield (
+                f"{path}, line {reader.line_num}",
+                {str(k).strip().lower(): v for k, v in record.items()},
+            )
+    except csv.Error as exc:
+        raise DataError(f"{path}, line {reader.line_num}: {exc}") from None
+
+
+def _column(path: Path, fields, wanted, what: str, *, required: bool = True) -> str | None:
+    found = next((c for c in wanted if c in fields), None)
+    if found is None and required:
+        raise DataError(
+            f"{path}: no {what} column (looked for {', '.join(wanted)}; "
+            f"found {', '.join(sorted(fields)) or 'none'})"
+        )
+    return found
+
+
+def _text(record: dict, columns) -> str:
+    parts = [record.get(c) for c in columns if c]
+    return " ".join(" ".join(str(p) for p in parts if p not in (None, "")).split())
+
+
+def labelled_dataset(path: Path) -> tuple[list[str], dict[str, set[int]]]:
+    """Texts and one topic (named after the file) from a labelled screening dataset: CSV,
+    TSV or JSONL, one record per document, a title and/or abstract (or one text column) and
+    a 0/1 inclusion label, as ASReview reads them. Every record must be labelled."""
+    texts, relevant = [], set()
+    columns = None
+    for where, record in _records(path):
+        if columns is None:
+            fields = set(record)
+            label = _column(path, fields, LABEL_COLUMNS, "label")
+            title = _column(path, fields, TITLE_COLUMNS, "title", required=False)
+            abstract = _column(path, fields, ABSTRACT_COLUMNS, "abstract", required=False)
+            body = _column(path, fields, TEXT_COLUMNS, "text", required=False)
+            if not (title or abstract or body):
+                raise DataError(
+                    f"{path}: no text column (looked for "
+                    f"{', '.join((*TITLE_COLUMNS, *ABSTRACT_COLUMNS, *TEXT_COLUMNS))})"
+                )
+            columns = (label, (title, abstract, body))
+        value = str(record.get(columns[0]) if record.get(columns[0]) is not None else "")
+        value = value.strip().lower()
+        if value in ("1", "1.0", "true", "yes"):
+            relevant.add(len(texts))
+        elif value not in ("0", "0.0", "false", "no"):
+            raise DataError(
+                f"{where}: label {value[:40]!r} in column {columns[0]!r} is not 0 or 1 "
+                "(a simulation needs every document labelled)"
+            )
+        texts.append(_text(record, columns[1]))
+    if not texts:
+        raise DataError(f"{path}: no records")
+    return texts, {path.stem: relevant}
+
+
+def documents_with_qrels(docs: Path, qrels: Path) -> tuple[list[str], dict[str, set[int]]]:
+    """Texts from a documents file (pyserini's JSONL, ``id`` and ``contents``, or CSV/TSV
+    with an id and a text, title or abstract column) and topics from TREC qrels
+    (``topic iteration docid grade``; grade 1 or more is relevant)."""
+    texts, row = [], {}
+    columns = None
+    for where, record in _records(docs):
+        if columns is None:
+            fields = set(record)
+            ident = _column(docs, fields, ID_COLUMNS, "id")
+            body = _column(docs, fields, TEXT_COLUMNS, "text", required=False)
+            title = _column(docs, fields, TITLE_COLUMNS, "title", required=False)
+            abstract = _column(docs, fields, ABSTRACT_COLUMNS, "abstract", required=False)
+            if not (title or abstract or body):
+                raise DataError(
+                    f"{docs}: no text column (looked for "
+                    f"{', '.join((*TEXT_COLUMNS, *TITLE_COLUMNS, *ABSTRACT_COLUMNS))})"
+                )
+            columns = (ident, (title, abstract, body))
+        docid = str(record.get(columns[0]) or "").strip()
+        if not docid:
+            raise DataError(f"{where}: no document id in column {columns[0]!r}")
+        if docid in row:
+            raise DataError(f"{where}: document id {docid[:60]!r} seen twice")
+        row[docid] = len(texts)
+        texts.append(_text(record, columns[1]))
+    if not texts:
+        raise DataError(f"{docs}: no records")
+    topics: dict[str, set[int]] = {}
+    unknown = 0
+    try:
+        source = qrels.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{qrels}: cannot be read ({exc.strerror or exc})") from None
+    for q in iter_qrels(source, str(qrels), fmt="trec"):
+        if not hasattr(q, "grade"):  # an Issue: name the line and stop
+            raise DataError(f"{q.source}, {q.where}: {q.reason}")
+        if q.docid not in row:
+            unknown += 1
+            continue
+        topics.setdefault(q.topic, set())
+        if q.grade >= 1:
+            topics[q.topic].add(row[q.docid])
+    if not topics:
+        raise DataError(f"{qrels}: no judgment names a document of {docs}")
+    if unknown:
+        print(f"  {qrels}: {unknown:,} judgments name documents not in {docs}; left out")
+    return texts, topics
+
+
+BUILT_IN = {
+    "cacm": smart_collection,
+    "cranfield": smart_collection,
+    "mail": lambda _name: mail_collection(),
+    "cacm-categories": lambda _name: categories_collection(),
+}
 
 
 def pick_topics(topics: dict[str, set[int]], count: int, *, tuning: bool = False) -> list[str]:
@@ -299,7 +506,7 @@ def summarise(order, truth, step_seconds):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", action="append", choices=["cacm", "cranfield", "mail"])
+    parser.add_argument("--data", action="append", choices=list(BUILT_IN))
     parser.add_argument("--topics", type=int, default=10)
     parser.add_argument("--priors", type=int, default=3)
     parser.add_argument("--variants", default="autotar-c10,sasc", help="comma list, or all")
@@ -312,12 +519,53 @@ def main():
     parser.add_argument(
         "--asreview-cache", type=Path, help="folder: reuse ASReview's runs of the same jobs"
     )
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        action="append",
+        default=[],
+        help="a labelled screening dataset (CSV, TSV or JSONL; title/abstract and a 0/1 "
+        "label_included column, as ASReview reads them): one topic",
+    )
+    parser.add_argument(
+        "--docs", type=Path, help="documents (JSONL id/contents, or CSV/TSV) for --qrels"
+    )
+    parser.add_argument("--qrels", type=Path, help="TREC qrels naming --docs' ids: the topics")
     args = parser.parse_args()
     names = list(VARIANTS) if args.variants == "all" else [n for n in args.variants.split(",") if n]
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
+    if bool(args.docs) != bool(args.qrels):
+        parser.error("--docs and --qrels go together")
+    sources = [(d, None) for d in args.data or []]
+    sources += [(f"dataset-{path.stem}", path) for path in args.dataset]
+    if args.docs:
+        sources.append((f"qrels-{args.qrels.stem}", (args.docs, args.qrels)))
     results = {}
-    for data in args.data or ["cacm"]:
-        texts, topics = mail_collection() if data == "mail" else smart_collection(data)
+    for data, given in sources or [("cacm", None)]:
+        try:
+            if isinstance(given, tuple):
+                texts, topics = documents_with_qrels(*given)
+            elif given is not None:
+                texts, topics = labelled_dataset(given)
+            else:
+                texts, topics = BUILT_IN[data](data)
+        except DataError as exc:
+            sys.exit(f"screening: {exc}")
+        everything = sorted(t for t, r in topics.items() if len(r) >= len(texts))
+        if everything:  # no non-relevant document to start from
+            print(f"{data}: every document relevant to {', '.join(everything)}: left out")
+            topics = {t: r for t, r in topics.items() if t not in everything}
         chosen = pick_topics(topics, args.topics, tuning=args.tuning)
+        few = sorted(t for t, r in topics.items() if len(r) < 5)
+        if few:
+            print(
+                f"{data}: {len(few)} topic(s) with fewer than 5 relevant left out: "
+                f"{', '.join(few[:10])}{' ...' if len(few) > 10 else ''}"
+            )
+        if not chosen:
+            sys.exit(f"screening: {data}: no topic has 5 or more relevant documents")
         runs = []  # (topic, prior seed, truth, priors)
         for t in chosen:
             truth = np.zeros(len(texts), dtype=int)
