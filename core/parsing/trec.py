@@ -1,5 +1,6 @@
 """Parse SMART collections (Cranfield, CACM), SMART queries, TREC topics and qrels files."""
 
+import codecs
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,7 +22,11 @@ class SmartRecord:
 
 
 def decode_text_file(data: bytes) -> str:
-    """Decode a text file as UTF-8, falling back to Latin-1 (CACM is Latin-1)."""
+    """Decode a text file as UTF-8, falling back to Latin-1 (CACM is Latin-1). A UTF-8
+    byte-order mark (Windows editors write one) is dropped: left in, it would become part of
+    the first topic number or document id."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

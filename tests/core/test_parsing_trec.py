@@ -116,3 +116,20 @@ def test_qrels_formats():
     assert issues[0].reason.startswith("duplicate judgment for topic 401, document D-1")
     with pytest.raises(ValueError, match="unknown qrels format"):
         list(iter_qrels(b"", "r", fmt="nope"))
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_topic_or_document():
+    # Windows editors start a UTF-8 file with one; kept, the first judgment's topic would be
+    # "\ufeff401" and its topic would lose that judgment.
+    bom = "\ufeff".encode()
+    trec, issues = split(iter_qrels(bom + b"401 0 D-1 1\n401 0 D-2 0\n", "r"))
+    assert issues == []
+    assert [(q.topic, q.docid) for q in trec] == [("401", "D-1"), ("401", "D-2")]
+    cacm, _ = split(iter_qrels(bom + "01 1410 0 0\n".encode("latin-1"), "r", fmt="cacm"))
+    assert [q.topic for q in cacm] == ["1"]
+    topics, issues = split(
+        iter_trec_topics(bom + b"<top>\n<num> Number: 7\n<title> t\n</top>\n", "t")
+    )
+    assert [t.number for t in topics] == ["7"]
+    docs, _ = split(iter_smart(bom + b".I 5\n.T\nA title\n", "d"))
+    assert [d.id for d in docs] == ["5"]
