@@ -22,12 +22,15 @@ Your own data, never seen by the tuning:
     .venv/bin/python bench/screening.py --dataset review.csv --variants sasc
     .venv/bin/python bench/screening.py --docs docs.jsonl --qrels qrels.txt --variants sasc
 
-``--dataset`` (repeatable): a labelled screening dataset as ASReview reads it (CSV, TSV or
-JSONL; ``title`` and/or ``abstract`` or one ``text`` column, and a 0/1 ``label_included``
-or ``included`` column), one topic per file. ``--docs`` and ``--qrels``: documents (pyserini's
-JSONL, ``id`` and ``contents``, or CSV/TSV with an id and a text column) and TREC qrels
-naming their ids (grade 1 or more relevant), one topic per qrels topic. A file that cannot be
-read stops the run with its name, line and what was wrong.
+``--dataset`` (repeatable): a labelled screening dataset as ASReview reads it (CSV with any
+of , ; tab | as delimiter, TSV, JSONL or a JSON array; ``title`` and/or ``abstract`` or one
+``text`` column, and a 0/1 label in ASReview's columns: ``asreview_label``, ``included``,
+``label_included``...), one topic per file. ``--docs`` and ``--qrels`` (in pairs): documents
+(pyserini's JSONL, ``id`` and ``contents``, or CSV/TSV with an id and a text column) and TREC
+qrels naming their ids (grade 1 or more relevant), one topic per qrels topic. Every file is
+read and checked before the first run; one that cannot be read stops it with its name, the
+line and what was wrong. ``docs/active-learning.md``, "Repeating the comparison on your own
+data", has the details.
 """
 
 import argparse
@@ -35,6 +38,7 @@ import email
 import email.policy
 import hashlib
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -203,16 +207,19 @@ def smart_collection(name: str):
 
 
 def categories_collection():
-    """CACM's Computing Reviews categories as topics (a check on labels no tuning used): the
-    1,425 abstracts that carry ``.C`` codes (title + abstract, as ``smart_collection``), and
-    one topic per code (``4.22``, say): the documents an ACM reviewer filed under it, 5 to
-    148 of them. Topics by subject category, as in a newswire collection's."""
+    """CACM's Computing Reviews categories as topics (a check on labels no tuning used):
+    the 1,424 abstracts that carry well-formed ``.C`` codes (title + abstract, as
+    ``smart_collection``), and one topic per code (``4.22``, say): the documents an ACM
+    reviewer filed under it, 5 to 148 of them. Topics by subject category, as in a newswire
+    collection's."""
     name = "cacm.all"
     docs = [r for r in iter_smart((DATA / "cacm" / name).read_bytes(), name) if hasattr(r, "id")]
     texts: list[str] = []
     topics: dict[str, set[int]] = {}
     for d in docs:
-        codes = set(d.fields.get("C", "").replace(",", " ").split())
+        # Codes are "3.72"; a few fields say "None", end a code with a dot or run two
+        # together ("3.53.70"): only well-formed codes count.
+        codes = set(re.findall(r"(?<![\d.])\d\.\d+", d.fields.get("C", "")))
         if not codes:
             continue
         for code in codes:
@@ -267,23 +274,37 @@ def mail_collection():
 
 
 # Your own data (``--dataset``, ``--docs`` with ``--qrels``): the column names the field's
-# tools write. ASReview's labelled datasets (and the SYNERGY collection's) hold one review
-# each: a title, an abstract and a 0/1 inclusion label per record; pyserini's JSONL
-# collections an ``id`` and ``contents`` per line.
+# tools write, in ASReview 3's order of preference (its ``data/base.py``) where it has one.
+# ASReview's labelled datasets (and the SYNERGY collection's) hold one review each: a title,
+# an abstract and a 0/1 inclusion label per record; pyserini's JSONL collections an ``id``
+# and ``contents`` per line.
 ID_COLUMNS = ("id", "docid", "docno", "doc_id", "record_id")
 TEXT_COLUMNS = ("contents", "text", "body")
 TITLE_COLUMNS = ("title", "primary_title", "subject")
-ABSTRACT_COLUMNS = ("abstract", "notes_abstract")
+ABSTRACT_COLUMNS = ("abstract", "notes_abstract", "abstract note")
 LABEL_COLUMNS = (
-    "label_included",
+    "asreview_label",
     "included",
+    "label",
     "final_included",
+    "label_included",
     "included_label",
     "included_final",
     "included_flag",
     "include",
-    "label",
 )
+LABELS = {
+    "1": 1,
+    "1.0": 1,
+    "true": 1,
+    "yes": 1,
+    "y": 1,
+    "0": 0,
+    "0.0": 0,
+    "false": 0,
+    "no": 0,
+    "n": 0,
+}
 
 
 class DataError(ValueError):
@@ -291,20 +312,55 @@ class DataError(ValueError):
     the message names the file, the line or record and what was wrong."""
 
 
-def _records(path: Path):
-    """(where, record dict with lower-case keys) per record of a CSV, TSV or JSONL file."""
+def _decode(path: Path, raw: bytes) -> str:
+    """The text of a data file: UTF-16 by its byte-order mark, else UTF-8 (a byte-order mark
+    dropped), else Latin-1 as ASReview falls back to, said on a line of its own."""
+    if raw[:4] == b"PK\x03\x04":
+        raise DataError(f"{path}: a zip archive (an Excel workbook?); save it as CSV (UTF-8)")
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                f"{path}: UTF-16 by its byte-order mark, but not (byte {exc.start})"
+            ) from None
+    if b"\x00" in raw[:8192]:
+        raise DataError(f"{path}: binary data (NUL bytes), not a text file")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        print(f"  {path}: not UTF-8 (byte {exc.start}); read as Latin-1")
+        return raw.decode("latin-1")
+
+
+def _records(path: Path) -> list[tuple[str, dict]]:
+    """(where, record with lower-case keys) per record of a CSV, TSV, JSONL or JSON file.
+    A CSV's delimiter (comma, semicolon, tab or bar) is read off its header line."""
     import csv
+    import io
 
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 (byte {exc.start})") from None
-    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
-        for line_no, line in enumerate(text.splitlines(), 1):
+    text = _decode(path, raw)
+    out = []
+
+    def keyed(record) -> dict:
+        return {str(k).strip().lower(): v for k, v in record.items()}
+
+    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+        if path.suffix.lower() == ".json" and text.lstrip().startswith("["):
+            try:
+                records = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}, line {exc.lineno}: not JSON ({exc.msg})") from None
+            for n, record in enumerate(records, 1):
+                if not isinstance(record, dict):
+                    raise DataError(f"{path}, record {n}: a JSON object was expected")
+                out.append((f"{path}, record {n}", keyed(record)))
+            return out
+        for line_no, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
@@ -313,26 +369,37 @@ def _records(path: Path):
                 raise DataError(f"{path}, line {line_no}: not JSON ({exc.msg})") from None
             if not isinstance(record, dict):
                 raise DataError(f"{path}, line {line_no}: a JSON object was expected")
-            yield f"{path}, line {line_no}", {str(k).lower(): v for k, v in record.items()}
-        return
-    dialect = "excel-tab" if path.suffix.lower() in (".tsv", ".tab", ".txt") else "excel"
+            out.append((f"{path}, line {line_no}", keyed(record)))
+        return out
+    if path.suffix.lower() in (".xlsx", ".xls", ".ris", ".nbib"):
+        raise DataError(f"{path}: {path.suffix} is not read here; save it as CSV (UTF-8)")
+    header = text.split("\n", 1)[0]
+    try:
+        delimiter = csv.Sniffer().sniff(header, delimiters=",;\t|").delimiter
+    except csv.Error:
+        delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     csv.field_size_limit(1 << 30)
-    reader = csv.DictReader(text.splitlines(keepends=True), dialect=dialect)
+    # newline="": line breaks inside quoted fields stay in the field, and only \r and \n end
+    # a record (not the form feeds and other separators str.splitlines breaks at).
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
     if not reader.fieldnames:
         raise DataError(f"{path}: empty, or no header line")
+    start = 1
     try:
         for record in reader:
+            where = f"{path}, line {start + 1}" + (
+                f"-{reader.line_num}" if reader.line_num > start + 1 else ""
+            )
+            start = reader.line_num
             if None in record:
                 raise DataError(
-                    f"{path}, line {reader.line_num}: more fields than the header's "
-                    f"{len(reader.fieldnames)}"
+                    f"{where}: more fields than the header's {len(reader.fieldnames)} "
+                    f"(delimiter {delimiter!r})"
                 )
-            yield (
-                f"{path}, line {reader.line_num}",
-                {str(k).strip().lower(): v for k, v in record.items()},
-            )
+            out.append((where, keyed(record)))
     except csv.Error as exc:
         raise DataError(f"{path}, line {reader.line_num}: {exc}") from None
+    return out
 
 
 def _column(path: Path, fields, wanted, what: str, *, required: bool = True) -> str | None:
@@ -345,42 +412,60 @@ def _column(path: Path, fields, wanted, what: str, *, required: bool = True) -> 
     return found
 
 
+def _text_columns(path: Path, fields) -> tuple[str | None, ...]:
+    columns = (
+        _column(path, fields, TITLE_COLUMNS, "title", required=False),
+        _column(path, fields, ABSTRACT_COLUMNS, "abstract", required=False),
+        _column(path, fields, TEXT_COLUMNS, "text", required=False),
+    )
+    if not any(columns):
+        raise DataError(
+            f"{path}: no text column (looked for "
+            f"{', '.join((*TITLE_COLUMNS, *ABSTRACT_COLUMNS, *TEXT_COLUMNS))}; "
+            f"found {', '.join(sorted(fields)) or 'none'})"
+        )
+    return columns
+
+
 def _text(record: dict, columns) -> str:
     parts = [record.get(c) for c in columns if c]
     return " ".join(" ".join(str(p) for p in parts if p not in (None, "")).split())
 
 
+def _read(path: Path) -> tuple[list[tuple[str, dict]], set[str]]:
+    records = _records(path)
+    if not records:
+        raise DataError(f"{path}: no records")
+    fields: set[str] = set()
+    for _where, record in records:  # JSON records need not all carry the same keys
+        fields.update(record)
+    return records, fields
+
+
+def _said(path: Path, columns: dict) -> None:
+    print(f"  {path}: " + "; ".join(f"{k} from {v}" for k, v in columns.items() if v))
+
+
 def labelled_dataset(path: Path) -> tuple[list[str], dict[str, set[int]]]:
     """Texts and one topic (named after the file) from a labelled screening dataset: CSV,
-    TSV or JSONL, one record per document, a title and/or abstract (or one text column) and
-    a 0/1 inclusion label, as ASReview reads them. Every record must be labelled."""
+    TSV, JSONL or a JSON array, one record per document, a title and/or abstract (or one text
+    column) and a 0/1 inclusion label, as ASReview reads them. Every record must be labelled."""
+    records, fields = _read(path)
+    label = _column(path, fields, LABEL_COLUMNS, "label")
+    columns = _text_columns(path, fields)
+    _said(path, {"label": label, "text": "+".join(c for c in columns if c)})
     texts, relevant = [], set()
-    columns = None
-    for where, record in _records(path):
-        if columns is None:
-            fields = set(record)
-            label = _column(path, fields, LABEL_COLUMNS, "label")
-            title = _column(path, fields, TITLE_COLUMNS, "title", required=False)
-            abstract = _column(path, fields, ABSTRACT_COLUMNS, "abstract", required=False)
-            body = _column(path, fields, TEXT_COLUMNS, "text", required=False)
-            if not (title or abstract or body):
-                raise DataError(
-                    f"{path}: no text column (looked for "
-                    f"{', '.join((*TITLE_COLUMNS, *ABSTRACT_COLUMNS, *TEXT_COLUMNS))})"
-                )
-            columns = (label, (title, abstract, body))
-        value = str(record.get(columns[0]) if record.get(columns[0]) is not None else "")
-        value = value.strip().lower()
-        if value in ("1", "1.0", "true", "yes"):
-            relevant.add(len(texts))
-        elif value not in ("0", "0.0", "false", "no"):
+    for where, record in records:
+        value = record.get(label)
+        value = "" if value is None else str(value).strip().lower()
+        if value not in LABELS:
             raise DataError(
-                f"{where}: label {value[:40]!r} in column {columns[0]!r} is not 0 or 1 "
+                f"{where}: label {value[:40]!r} in column {label!r} is not 0 or 1 "
                 "(a simulation needs every document labelled)"
             )
-        texts.append(_text(record, columns[1]))
-    if not texts:
-        raise DataError(f"{path}: no records")
+        if LABELS[value]:
+            relevant.add(len(texts))
+        texts.append(_text(record, columns))
     return texts, {path.stem: relevant}
 
 
@@ -388,49 +473,51 @@ def documents_with_qrels(docs: Path, qrels: Path) -> tuple[list[str], dict[str, 
     """Texts from a documents file (pyserini's JSONL, ``id`` and ``contents``, or CSV/TSV
     with an id and a text, title or abstract column) and topics from TREC qrels
     (``topic iteration docid grade``; grade 1 or more is relevant)."""
+    records, fields = _read(docs)
+    ident = _column(docs, fields, ID_COLUMNS, "id")
+    columns = _text_columns(docs, fields)
+    _said(docs, {"id": ident, "text": "+".join(c for c in columns if c)})
     texts, row = [], {}
-    columns = None
-    for where, record in _records(docs):
-        if columns is None:
-            fields = set(record)
-            ident = _column(docs, fields, ID_COLUMNS, "id")
-            body = _column(docs, fields, TEXT_COLUMNS, "text", required=False)
-            title = _column(docs, fields, TITLE_COLUMNS, "title", required=False)
-            abstract = _column(docs, fields, ABSTRACT_COLUMNS, "abstract", required=False)
-            if not (title or abstract or body):
-                raise DataError(
-                    f"{docs}: no text column (looked for "
-                    f"{', '.join((*TEXT_COLUMNS, *TITLE_COLUMNS, *ABSTRACT_COLUMNS))})"
-                )
-            columns = (ident, (title, abstract, body))
-        docid = str(record.get(columns[0]) or "").strip()
+    for where, record in records:
+        value = record.get(ident)
+        docid = "" if value is None else str(value).strip()
         if not docid:
-            raise DataError(f"{where}: no document id in column {columns[0]!r}")
+            raise DataError(f"{where}: no document id in column {ident!r}")
         if docid in row:
             raise DataError(f"{where}: document id {docid[:60]!r} seen twice")
         row[docid] = len(texts)
-        texts.append(_text(record, columns[1]))
-    if not texts:
-        raise DataError(f"{docs}: no records")
+        texts.append(_text(record, columns))
     topics: dict[str, set[int]] = {}
-    unknown = 0
+    unknown: list[str] = []
+    judged = 0
     try:
         source = qrels.read_bytes()
     except OSError as exc:
         raise DataError(f"{qrels}: cannot be read ({exc.strerror or exc})") from None
     for q in iter_qrels(source, str(qrels), fmt="trec"):
         if not hasattr(q, "grade"):  # an Issue: name the line and stop
-            raise DataError(f"{q.source}, {q.where}: {q.reason}")
+            where = f", {q.where}" if q.where else ""
+            raise DataError(f"{q.source}{where}: {q.reason}")
+        judged += 1
         if q.docid not in row:
-            unknown += 1
+            unknown.append(q.docid)
             continue
         topics.setdefault(q.topic, set())
         if q.grade >= 1:
             topics[q.topic].add(row[q.docid])
+    if not judged:
+        raise DataError(f"{qrels}: no judgments")
     if not topics:
-        raise DataError(f"{qrels}: no judgment names a document of {docs}")
+        raise DataError(
+            f"{qrels}: no judgment names a document of {docs} "
+            f"(qrels name {', '.join(repr(u) for u in unknown[:3])}; "
+            f"the documents are {', '.join(repr(d) for d in list(row)[:3])}, ...)"
+        )
     if unknown:
-        print(f"  {qrels}: {unknown:,} judgments name documents not in {docs}; left out")
+        print(
+            f"  {qrels}: {len(unknown):,} judgments name documents not in {docs} "
+            f"(such as {', '.join(repr(u) for u in unknown[:3])}); left out"
+        )
     return texts, topics
 
 
@@ -442,18 +529,22 @@ BUILT_IN = {
 }
 
 
-def pick_topics(topics: dict[str, set[int]], count: int, *, tuning: bool = False) -> list[str]:
+def pick_topics(
+    topics: dict[str, set[int]], count: int, *, tuning: bool = False, held_back=()
+) -> list[str]:
     """``count`` topics with at least 5 relevant, spread evenly in number order; with
-    ``tuning``, ``count`` of the others (the topics the reported runs never use). The mail's
-    reported topics are its ``MAIL_LISTS`` only."""
+    ``tuning``, ``count`` of the others (the topics the reported runs never use). Topics in
+    ``held_back`` are tuning topics only (the mail's ``MAIL_TUNING``)."""
     usable = sorted((t for t, r in topics.items() if len(r) >= 5), key=_number_key)
     if tuning:
-        reported = set(pick_topics(topics, count))
+        reported = set(pick_topics(topics, count, held_back=held_back))
         usable = [t for t in usable if t not in reported]
     else:
-        usable = [t for t in usable if t not in MAIL_TUNING]
+        usable = [t for t in usable if t not in held_back]
     if len(usable) <= count:
         return usable
+    if count == 1:
+        return [usable[(len(usable) - 1) // 2]]
     return [usable[round(i * (len(usable) - 1) / (count - 1))] for i in range(count)]
 
 
@@ -504,6 +595,50 @@ def summarise(order, truth, step_seconds):
     }
 
 
+def _unique(name: str, taken: dict) -> str:
+    n, out = 1, name
+    while out in taken:
+        n += 1
+        out = f"{name}-{n}"
+    return out
+
+
+def _load(data: str, given, args) -> tuple[list[str], dict[str, set[int]], list[str], dict]:
+    """Read one source and check it before anything is simulated: its texts, topics, the
+    topics picked, and its feature matrices (by options) for ``_matrix``."""
+    if isinstance(given, tuple):
+        texts, topics = documents_with_qrels(*given)
+    elif given is not None:
+        texts, topics = labelled_dataset(given)
+    else:
+        texts, topics = BUILT_IN[data](data)
+    everything = sorted(t for t, r in topics.items() if len(r) >= len(texts))
+    if everything:  # no non-relevant document to start from
+        print(f"{data}: every document relevant to {', '.join(everything)}: left out")
+        topics = {t: r for t, r in topics.items() if t not in everything}
+    few = sorted(t for t, r in topics.items() if len(r) < 5)
+    if few:
+        print(
+            f"{data}: {len(few)} topic(s) with fewer than 5 relevant left out: "
+            f"{', '.join(few[:10])}{' ...' if len(few) > 10 else ''}"
+        )
+    held_back = MAIL_TUNING if data == "mail" else ()
+    chosen = pick_topics(topics, args.topics, tuning=args.tuning, held_back=held_back)
+    if not chosen:
+        raise DataError(f"{data}: no topic has 5 or more relevant documents")
+    matrices: dict = {}
+    for name in args.variant_names:
+        options = dict(VARIANTS[name][0])
+        svm = options.pop("svm", None)
+        for opts in (options, svm):
+            if opts is not None and _matrix(texts, opts, matrices).shape[1] == 0:
+                raise DataError(
+                    f"{data}: no word occurs in two or more documents (the texts are empty, "
+                    "numbers or stop words), so there is nothing to learn from"
+                )
+    return texts, topics, chosen, matrices
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", action="append", choices=list(BUILT_IN))
@@ -512,7 +647,7 @@ def main():
     parser.add_argument("--variants", default="autotar-c10,sasc", help="comma list, or all")
     parser.add_argument("--no-asreview", action="store_true")
     parser.add_argument("--asreview", default="/tmp/asr/bin/python")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out", type=Path, help="JSON of every run, written after each source")
     parser.add_argument(
         "--tuning", action="store_true", help="the topics the reported runs leave out"
     )
@@ -524,48 +659,46 @@ def main():
         type=Path,
         action="append",
         default=[],
-        help="a labelled screening dataset (CSV, TSV or JSONL; title/abstract and a 0/1 "
-        "label_included column, as ASReview reads them): one topic",
+        help="a labelled screening dataset (CSV, TSV, JSONL or JSON; title/abstract and a "
+        "0/1 label column such as included, as ASReview reads them): one topic",
     )
     parser.add_argument(
-        "--docs", type=Path, help="documents (JSONL id/contents, or CSV/TSV) for --qrels"
+        "--docs",
+        type=Path,
+        action="append",
+        default=[],
+        help="documents (JSONL id/contents, or CSV/TSV) for the --qrels given with them",
     )
-    parser.add_argument("--qrels", type=Path, help="TREC qrels naming --docs' ids: the topics")
+    parser.add_argument(
+        "--qrels", type=Path, action="append", default=[], help="TREC qrels naming --docs' ids"
+    )
     args = parser.parse_args()
     names = list(VARIANTS) if args.variants == "all" else [n for n in args.variants.split(",") if n]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         parser.error(f"unknown variant {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    if bool(args.docs) != bool(args.qrels):
-        parser.error("--docs and --qrels go together")
-    sources = [(d, None) for d in args.data or []]
-    sources += [(f"dataset-{path.stem}", path) for path in args.dataset]
-    if args.docs:
-        sources.append((f"qrels-{args.qrels.stem}", (args.docs, args.qrels)))
-    results = {}
-    for data, given in sources or [("cacm", None)]:
+    args.variant_names = names
+    if len(args.docs) != len(args.qrels):
+        parser.error("each --docs goes with one --qrels (in the order given)")
+    if args.topics < 1 or args.priors < 1:
+        parser.error("--topics and --priors must be at least 1")
+    sources: dict = {}
+    for d in args.data or ([] if args.dataset or args.docs else ["cacm"]):
+        sources[_unique(d, sources)] = (d, None)
+    for path in args.dataset:
+        sources[_unique(f"dataset-{path.stem}", sources)] = (None, path)
+    for docs, qrels in zip(args.docs, args.qrels, strict=True):
+        sources[_unique(f"qrels-{qrels.stem}", sources)] = (None, (docs, qrels))
+    # Every file read and checked before the first run: a bad second file must not cost the
+    # first one's hours.
+    loaded = {}
+    for key, (built_in, given) in sources.items():
         try:
-            if isinstance(given, tuple):
-                texts, topics = documents_with_qrels(*given)
-            elif given is not None:
-                texts, topics = labelled_dataset(given)
-            else:
-                texts, topics = BUILT_IN[data](data)
+            loaded[key] = _load(built_in or key, given, args)
         except DataError as exc:
             sys.exit(f"screening: {exc}")
-        everything = sorted(t for t, r in topics.items() if len(r) >= len(texts))
-        if everything:  # no non-relevant document to start from
-            print(f"{data}: every document relevant to {', '.join(everything)}: left out")
-            topics = {t: r for t, r in topics.items() if t not in everything}
-        chosen = pick_topics(topics, args.topics, tuning=args.tuning)
-        few = sorted(t for t, r in topics.items() if len(r) < 5)
-        if few:
-            print(
-                f"{data}: {len(few)} topic(s) with fewer than 5 relevant left out: "
-                f"{', '.join(few[:10])}{' ...' if len(few) > 10 else ''}"
-            )
-        if not chosen:
-            sys.exit(f"screening: {data}: no topic has 5 or more relevant documents")
+    results = {}
+    for data, (texts, topics, chosen, matrices) in loaded.items():
         runs = []  # (topic, prior seed, truth, priors)
         for t in chosen:
             truth = np.zeros(len(texts), dtype=int)
@@ -590,7 +723,6 @@ def main():
                 for (t, s, tr, _p), r in zip(runs, asr, strict=True)
             ]
             print(f"  asreview ELAS u4: {seconds:.0f} s")
-        matrices = {}
         for name in names:
             options, protocol = VARIANTS[name]
             options = dict(options)
@@ -611,15 +743,16 @@ def main():
             "runs": out,
         }
         report(data, results[data])
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+        if args.out:
+            args.out.write_text(json.dumps(results, indent=1))
 
 
 def report(data, result):
     tools = list(result["runs"])
     levels = [str(x) for x in screening.RECALLS]
     print(f"\n{data}: documents to 80/90/95/100% recall (mean over priors, min-max at 100%)")
-    print("topic  rel  " + "  ".join(f"{tool:>26}" for tool in tools))
+    width = max(6, *(len(t) for t in result["topics"]))
+    print(f"{'topic':<{width}} rel  " + "  ".join(f"{tool:>26}" for tool in tools))
     for t in result["topics"]:
         cells = []
         for tool in tools:
@@ -627,8 +760,11 @@ def report(data, result):
             means = [statistics.mean(r["docs"][lv] for r in rows) for lv in levels]
             spread = [r["docs"]["1.0"] for r in rows]
             cells.append("/".join(f"{m:.0f}" for m in means) + f" ({min(spread)}-{max(spread)})")
-        print(f"{t:<6} {result['relevant'][t]:>4}  " + "  ".join(f"{c:>26}" for c in cells))
-    print("mean         " + "  ".join(f"{_mean_cell(result, tool, levels):>26}" for tool in tools))
+        print(f"{t:<{width}} {result['relevant'][t]:>4}  " + "  ".join(f"{c:>26}" for c in cells))
+    print(
+        f"{'mean':<{width}}       "
+        + "  ".join(f"{_mean_cell(result, tool, levels):>26}" for tool in tools)
+    )
     for tool in tools:
         rows = result["runs"][tool]
         print(

@@ -3,6 +3,7 @@
 sasc's default on such a file."""
 
 import json
+import re
 import sys
 
 import numpy as np
@@ -39,7 +40,7 @@ def test_a_jsonl_dataset_with_one_text_column_and_boolean_labels(tmp_path):
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
-        ("a.csv", "title,abstract\nx,y\n", "no label column (looked for label_included"),
+        ("a.csv", "title,abstract\nx,y\n", "no label column (looked for asreview_label"),
         ("b.csv", "label_included,year\n1,2001\n", "no text column"),
         ("c.csv", "title,included\nx,1\ny,maybe\n", "line 3: label 'maybe' in column 'included'"),
         ("d.csv", "title,included\nx,1,extra\n", "line 2: more fields than the header's 2"),
@@ -57,11 +58,73 @@ def test_a_dataset_that_cannot_be_read_is_named_with_its_line(tmp_path, name, co
     assert message in str(caught.value)
 
 
-def test_a_dataset_that_is_not_utf8_is_refused(tmp_path):
+def test_a_dataset_that_is_not_utf8_is_read_as_latin1_as_asreview_does(tmp_path, capsys):
     path = tmp_path / "latin.csv"
     path.write_bytes("title,included\ncaf\u00e9,1\n".encode("latin-1"))
-    with pytest.raises(bench.DataError, match="not UTF-8"):
+    assert bench.labelled_dataset(path) == (["caf\u00e9"], {"latin": {0}})
+    assert "not UTF-8 (byte 18); read as Latin-1" in capsys.readouterr().out
+
+
+def test_the_files_spreadsheets_and_asreview_write(tmp_path, capsys):
+    # Excel's "CSV" in many locales: semicolons, a byte-order mark, CRLF.
+    excel = tmp_path / "excel.csv"
+    excel.write_bytes("\ufeffTitle;Abstract;Included\r\na, b;x;y\r\nc;z;n\r\n".encode())
+    assert bench.labelled_dataset(excel) == (["a, b x", "c z"], {"excel": {0}})
+    # Excel's "Unicode Text": UTF-16 with tabs.
+    unicode_text = tmp_path / "u.txt"
+    unicode_text.write_bytes("title\tincluded\nd\u00e9j\u00e0\t1\n".encode("utf-16"))
+    assert bench.labelled_dataset(unicode_text) == (["d\u00e9j\u00e0"], {"u": {0}})
+    # ASReview LAB's export (asreview_label first) and Zotero's "Abstract Note".
+    lab = _write(
+        tmp_path / "lab.csv",
+        "Title,Abstract Note,included,asreview_label\nt1,a1,0,1\nt2,a2,1,0\n",
+    )
+    assert bench.labelled_dataset(lab) == (["t1 a1", "t2 a2"], {"lab": {0}})
+    said = capsys.readouterr().out
+    assert "label from asreview_label; text from title+abstract note" in said
+    # A JSON array of records.
+    array = _write(
+        tmp_path / "a.json", json.dumps([{"text": "x", "label": 1}, {"text": "y", "label": 0}])
+    )
+    assert bench.labelled_dataset(array) == (["x", "y"], {"a": {0}})
+
+
+def test_a_workbook_is_refused_with_what_to_do(tmp_path):
+    book = tmp_path / "review.csv"
+    book.write_bytes(b"PK\x03\x04" + b"\x00" * 40)  # an .xlsx renamed
+    with pytest.raises(
+        bench.DataError, match=re.escape("a zip archive (an Excel workbook?); save")
+    ):
+        bench.labelled_dataset(book)
+
+
+def test_json_records_need_not_share_their_keys(tmp_path):
+    # The first record has no abstract: the others' abstracts are still read.
+    lines = [
+        {"title": "doc 0", "label_included": 0},
+        {"title": "doc 1", "abstract": "sorting networks", "label_included": 1},
+    ]
+    path = _write(tmp_path / "r.jsonl", "\n".join(json.dumps(x) for x in lines))
+    assert bench.labelled_dataset(path)[0] == ["doc 0", "doc 1 sorting networks"]
+    # A record without the label is named, not the whole file.
+    lines = [{"title": "a"}, {"title": "b", "included": 1}]
+    path = _write(tmp_path / "s.jsonl", "\n".join(json.dumps(x) for x in lines))
+    with pytest.raises(bench.DataError, match=r"s.jsonl, line 1: label '' in column 'included'"):
         bench.labelled_dataset(path)
+
+
+def test_form_feeds_and_line_separators_inside_fields_are_text(tmp_path):
+    # PDFs' form feeds and a Unicode line separator inside quoted fields are not line ends;
+    # the bad label is on line 6 of the file (the first record spans lines 2-3).
+    path = _write(
+        tmp_path / "ff.csv",
+        'title,abstract,included\na,"page one\x0cpage\u2028two\nmore",1\nb,x,0\nc,y,1\nd,z,maybe\n',
+    )
+    with pytest.raises(bench.DataError, match=r"ff.csv, line 6: label 'maybe'"):
+        bench.labelled_dataset(path)
+    good = _write(tmp_path / "g.csv", 'title,included\n"page one\x0cpage two",1\n"x\ny",0\n')
+    texts, _ = bench.labelled_dataset(good)
+    assert texts == ["page one page two", "x y"]
 
 
 def test_documents_and_trec_qrels_give_one_topic_per_qrels_topic(tmp_path, capsys):
@@ -72,11 +135,20 @@ def test_documents_and_trec_qrels_give_one_topic_per_qrels_topic(tmp_path, capsy
             for i, c in [("d1", "one"), ("d2", "two"), ("d3", "three")]
         ),
     )
-    qrels = _write(tmp_path / "q.txt", "7 0 d1 1\n7 0 d2 0\n8 0 d3 2\n8 0 d9 1\n9 0 d2 0\n")
+    qrels = tmp_path / "q.txt"  # saved by a Windows editor: a byte-order mark first
+    qrels.write_bytes("\ufeff7 0 d1 1\n7 0 d2 0\n8 0 d3 2\n8 0 d9 1\n9 0 d2 0\n".encode())
     texts, topics = bench.documents_with_qrels(docs, qrels)
     assert texts == ["one", "two", "three"]
     assert topics == {"7": {0}, "8": {2}, "9": set()}
-    assert "1 judgments name documents not in" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "1 judgments name documents not in" in said
+    assert "(such as 'd9'); left out" in said
+
+
+def test_integer_ids_zero_included(tmp_path):
+    docs = _write(tmp_path / "d.jsonl", '{"id": 0, "contents": "a"}\n{"id": 1, "contents": "b"}\n')
+    qrels = _write(tmp_path / "q.txt", "1 0 0 1\n1 0 1 0\n")
+    assert bench.documents_with_qrels(docs, qrels) == (["a", "b"], {"1": {0}})
 
 
 @pytest.mark.parametrize(
@@ -86,7 +158,8 @@ def test_documents_and_trec_qrels_give_one_topic_per_qrels_topic(tmp_path, capsy
         ("id,text\n,a\n", "1 0 d1 1\n", "line 2: no document id"),
         ("id,text\nd1,a\n", "1 0 d1\n", "q.txt, line 1: expected 4 columns, found 3"),
         ("id,text\nd1,a\n", "1 0 d1 high\n", "line 1: grade 'high' is not an integer"),
-        ("id,text\nd1,a\n", "1 0 zz 1\n", "no judgment names a document of"),
+        ("id,text\nd1,a\n", "1 0 zz 1\n", "(qrels name 'zz'; "),
+        ("id,text\nd1,a\n", "# nothing\n\n", "q.txt: no judgments"),
         ("name,text\nd1,a\n", "1 0 d1 1\n", "no id column"),
     ],
 )
@@ -159,9 +232,80 @@ def test_cacm_written_as_docs_and_qrels_reads_back_as_the_built_in_collection(tm
 @needs_shared_data("cacm")
 def test_cacm_categories_are_topics_over_the_abstracts_that_carry_codes():
     texts, topics = bench.categories_collection()
-    assert len(texts) == 1425  # the abstracts with .C codes (of 3,204)
+    assert len(texts) == 1424  # the abstracts with well-formed .C codes (of 3,204)
+    assert "None" not in topics and "2" not in topics and "3.73." not in topics
     assert len(topics["4.22"]) == 148  # the largest category
     assert all(len(t) for t in texts)
     # A code split over two lines ("3.72 \n3.73,") still counts for both.
     assert all(rows <= set(range(len(texts))) for rows in topics.values())
     assert bench.pick_topics(topics, 10)[:3] == ["1.0", "2.40", "3.20"]
+
+
+def _run(monkeypatch, *argv):
+    monkeypatch.setattr(sys, "argv", ["screening.py", "--no-asreview", "--variants", "sasc", *argv])
+    bench.main()
+
+
+def test_a_bad_file_stops_the_run_before_anything_is_simulated(tmp_path, monkeypatch, capsys):
+    good = tmp_path / "good.csv"
+    _synthetic_review(good)
+    bad = _write(tmp_path / "bad.csv", "title,included\nx,1\ny,\n")
+    out = tmp_path / "out.json"
+    with pytest.raises(SystemExit, match=r"bad.csv, line 3: label ''"):
+        _run(monkeypatch, "--dataset", str(good), "--dataset", str(bad), "--out", str(out))
+    assert "documents to 80/90/95/100% recall" not in capsys.readouterr().out
+    assert not out.exists()
+
+
+def test_texts_without_words_are_refused_by_name(tmp_path, monkeypatch):
+    path = _write(
+        tmp_path / "empty.csv", "title,included\n" + "".join(f",{i % 2}\n" for i in range(20))
+    )
+    with pytest.raises(SystemExit, match="dataset-empty: no word occurs in two or more"):
+        _run(monkeypatch, "--dataset", str(path))
+
+
+def test_sources_with_the_same_name_are_all_kept(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    # Named like a mail tuning topic: a reviewer's file is not held back as one.
+    _synthetic_review(tmp_path / "a" / "fork.csv", seed=1)
+    _synthetic_review(tmp_path / "b" / "fork.csv", seed=2)
+    out = tmp_path / "out.json"
+    _run(
+        monkeypatch,
+        "--dataset", str(tmp_path / "a" / "fork.csv"),
+        "--dataset", str(tmp_path / "b" / "fork.csv"),
+        "--priors", "1",
+        "--out", str(out),
+    )  # fmt: skip
+    result = json.loads(out.read_text())
+    assert list(result) == ["dataset-fork", "dataset-fork-2"]
+    assert all(r["topics"] == ["fork"] for r in result.values())
+
+
+def test_one_topic_of_several_and_two_docs_qrels_pairs(tmp_path, monkeypatch):
+    rng = np.random.default_rng(5)
+    docs = tmp_path / "d.jsonl"
+    lines, qrels = [], []
+    for i in range(200):
+        topic = i % 3
+        words = rng.choice([f"w{j}" for j in range(30, 300)], 12).tolist() + [
+            f"t{topic}a",
+            f"t{topic}b",
+        ]
+        lines.append(json.dumps({"id": f"D{i}", "contents": " ".join(words)}))
+        qrels += [f"{t} 0 D{i} {int(t == topic)}" for t in range(3)]
+    docs.write_text("\n".join(lines))
+    q = _write(tmp_path / "q.txt", "\n".join(qrels) + "\n")
+    out = tmp_path / "out.json"
+    _run(
+        monkeypatch,
+        "--docs", str(docs), "--qrels", str(q),
+        "--docs", str(docs), "--qrels", str(q),
+        "--topics", "1", "--priors", "1", "--out", str(out),
+    )  # fmt: skip
+    result = json.loads(out.read_text())
+    assert list(result) == ["qrels-q", "qrels-q-2"]
+    assert result["qrels-q"]["topics"] == ["1"]  # the middle one of 0, 1, 2
+    assert result["qrels-q"]["runs"]["sasc"][0]["docs"]["1.0"] < 120
