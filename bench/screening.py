@@ -38,6 +38,7 @@ import email
 import email.policy
 import hashlib
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -217,8 +218,8 @@ def categories_collection():
     texts: list[str] = []
     topics: dict[str, set[int]] = {}
     for d in docs:
-        # Codes are "3.72"; a few fields say "None", end a code with a dot or run two
-        # together ("3.53.70"): only well-formed codes count.
+        # Codes are "3.72". A few fields say "None" (no code) or write a code oddly ("3.73.",
+        # "3.53.70", "3.2\n2"): the pattern takes "3.73", "3.53" and "3.2" from those.
         codes = set(re.findall(r"(?<![\d.])\d\.\d+", d.fields.get("C", "")))
         if not codes:
             continue
@@ -312,6 +313,10 @@ class DataError(ValueError):
     the message names the file, the line or record and what was wrong."""
 
 
+class NoTopic(DataError):
+    """A source read well that has no topic to run: left out, the others still run."""
+
+
 def _decode(path: Path, raw: bytes) -> str:
     """The text of a data file: UTF-16 by its byte-order mark, else UTF-8 (a byte-order mark
     dropped), else Latin-1 as ASReview falls back to, said on a line of its own."""
@@ -384,7 +389,7 @@ def _records(path: Path) -> list[tuple[str, dict]]:
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
     if not reader.fieldnames:
         raise DataError(f"{path}: empty, or no header line")
-    start = 1
+    start, empty = 1, 0
     try:
         for record in reader:
             where = f"{path}, line {start + 1}" + (
@@ -396,10 +401,28 @@ def _records(path: Path) -> list[tuple[str, dict]]:
                     f"{where}: more fields than the header's {len(reader.fieldnames)} "
                     f"(delimiter {delimiter!r})"
                 )
+            values = list(record.values())
+            if all(v in (None, "") for v in values):
+                empty += 1  # a spreadsheet's trailing rows of delimiters
+                continue
+            if None in values:
+                raise DataError(
+                    f"{where}: fewer fields than the header's {len(reader.fieldnames)} "
+                    f"(delimiter {delimiter!r})" + _open_quote(where)
+                )
             out.append((where, keyed(record)))
     except csv.Error as exc:
         raise DataError(f"{path}, line {reader.line_num}: {exc}") from None
+    if empty:
+        print(f"  {path}: {empty} empty row(s) skipped")
     return out
+
+
+def _open_quote(where: str) -> str:
+    """A hint for a record that spans several lines of a CSV file ("line 2-9")."""
+    if "-" in where.rsplit("line ", 1)[-1]:
+        return "; the record spans several lines: is a quote left open?"
+    return ""
 
 
 def _column(path: Path, fields, wanted, what: str, *, required: bool = True) -> str | None:
@@ -461,7 +484,7 @@ def labelled_dataset(path: Path) -> tuple[list[str], dict[str, set[int]]]:
         if value not in LABELS:
             raise DataError(
                 f"{where}: label {value[:40]!r} in column {label!r} is not 0 or 1 "
-                "(a simulation needs every document labelled)"
+                "(a simulation needs every document labelled)" + _open_quote(where)
             )
         if LABELS[value]:
             relevant.add(len(texts))
@@ -491,7 +514,7 @@ def documents_with_qrels(docs: Path, qrels: Path) -> tuple[list[str], dict[str, 
     unknown: list[str] = []
     judged = 0
     try:
-        source = qrels.read_bytes()
+        source = _decode(qrels, qrels.read_bytes()).encode()  # UTF-16 and Latin-1 as above
     except OSError as exc:
         raise DataError(f"{qrels}: cannot be read ({exc.strerror or exc})") from None
     for q in iter_qrels(source, str(qrels), fmt="trec"):
@@ -561,14 +584,20 @@ def run_asreview(python: str, texts, jobs, cache: Path | None = None):
         if stored.get("key") == key:
             return stored["runs"], stored["seconds"]
     started = time.perf_counter()
-    done = subprocess.run(
-        [python, str(ROOT / "bench" / "asreview_driver.py")],
-        input=json.dumps({"texts": texts, "runs": jobs}),
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tempfile.gettempdir(),  # ASReview writes a cache file where it runs
-    )
+    try:
+        done = subprocess.run(
+            [python, str(ROOT / "bench" / "asreview_driver.py")],
+            input=json.dumps({"texts": texts, "runs": jobs}),
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tempfile.gettempdir(),  # ASReview writes a cache file where it runs
+        )
+    except subprocess.CalledProcessError as exc:
+        tail = "\n".join(exc.stderr.strip().splitlines()[-5:])
+        sys.exit(
+            f"screening: ASReview ({python}) failed with exit status {exc.returncode}:\n{tail}"
+        )
     runs, seconds = json.loads(done.stdout)["runs"], time.perf_counter() - started
     if cache is not None:
         cache.write_text(json.dumps({"key": key, "runs": runs, "seconds": seconds}))
@@ -625,7 +654,10 @@ def _load(data: str, given, args) -> tuple[list[str], dict[str, set[int]], list[
     held_back = MAIL_TUNING if data == "mail" else ()
     chosen = pick_topics(topics, args.topics, tuning=args.tuning, held_back=held_back)
     if not chosen:
-        raise DataError(f"{data}: no topic has 5 or more relevant documents")
+        if args.tuning and pick_topics(topics, args.topics, held_back=held_back):
+            raise NoTopic(f"{data}: no topic left for --tuning (the reported runs take them all)")
+        raise NoTopic(f"{data}: no topic with 5 or more relevant documents and a non-relevant one")
+    named = given if isinstance(given, Path) else data
     matrices: dict = {}
     for name in args.variant_names:
         options = dict(VARIANTS[name][0])
@@ -633,7 +665,7 @@ def _load(data: str, given, args) -> tuple[list[str], dict[str, set[int]], list[
         for opts in (options, svm):
             if opts is not None and _matrix(texts, opts, matrices).shape[1] == 0:
                 raise DataError(
-                    f"{data}: no word occurs in two or more documents (the texts are empty, "
+                    f"{named}: no word occurs in two or more documents (the texts are empty, "
                     "numbers or stop words), so there is nothing to learn from"
                 )
     return texts, topics, chosen, matrices
@@ -682,6 +714,16 @@ def main():
         parser.error("each --docs goes with one --qrels (in the order given)")
     if args.topics < 1 or args.priors < 1:
         parser.error("--topics and --priors must be at least 1")
+    if args.out and (args.out.is_dir() or not args.out.parent.is_dir()):
+        parser.error(f"--out {args.out}: not a file in an existing folder")
+    if args.asreview_cache and args.asreview_cache.exists() and not args.asreview_cache.is_dir():
+        parser.error(f"--asreview-cache {args.asreview_cache}: not a folder")
+    if not args.no_asreview and not os.access(args.asreview, os.X_OK):
+        parser.error(
+            f"--asreview {args.asreview}: no such Python (install ASReview there with "
+            "`python3.11 -m venv /tmp/asr && /tmp/asr/bin/pip install asreview`, "
+            "or run sasc alone with --no-asreview)"
+        )
     sources: dict = {}
     for d in args.data or ([] if args.dataset or args.docs else ["cacm"]):
         sources[_unique(d, sources)] = (d, None)
@@ -695,8 +737,12 @@ def main():
     for key, (built_in, given) in sources.items():
         try:
             loaded[key] = _load(built_in or key, given, args)
+        except NoTopic as exc:
+            print(f"screening: {exc}: left out")
         except DataError as exc:
             sys.exit(f"screening: {exc}")
+    if not loaded:
+        sys.exit("screening: no source has a topic to run")
     results = {}
     for data, (texts, topics, chosen, matrices) in loaded.items():
         runs = []  # (topic, prior seed, truth, priors)

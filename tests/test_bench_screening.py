@@ -261,7 +261,7 @@ def test_texts_without_words_are_refused_by_name(tmp_path, monkeypatch):
     path = _write(
         tmp_path / "empty.csv", "title,included\n" + "".join(f",{i % 2}\n" for i in range(20))
     )
-    with pytest.raises(SystemExit, match="dataset-empty: no word occurs in two or more"):
+    with pytest.raises(SystemExit, match="empty.csv: no word occurs in two or more"):
         _run(monkeypatch, "--dataset", str(path))
 
 
@@ -309,3 +309,73 @@ def test_one_topic_of_several_and_two_docs_qrels_pairs(tmp_path, monkeypatch):
     assert list(result) == ["qrels-q", "qrels-q-2"]
     assert result["qrels-q"]["topics"] == ["1"]  # the middle one of 0, 1, 2
     assert result["qrels-q"]["runs"]["sasc"][0]["docs"]["1.0"] < 120
+
+
+def test_short_rows_empty_rows_and_an_open_quote(tmp_path, capsys):
+    short = _write(tmp_path / "short.csv", "title,abstract,included\nA,b,1\nC,d\n")
+    with pytest.raises(
+        bench.DataError, match="short.csv, line 3: fewer fields than the header's 3"
+    ):
+        bench.labelled_dataset(short)
+    trailing = _write(tmp_path / "t.csv", "title;abstract;included\na;b c;1\nd;e;0\n;;\n;;\n")
+    assert bench.labelled_dataset(trailing) == (["a b c", "d e"], {"t": {0}})
+    assert "2 empty row(s) skipped" in capsys.readouterr().out
+    unclosed = _write(tmp_path / "u.csv", 'title,abstract,included\n"a\nb,c,1\nd,e,0\n')
+    with pytest.raises(bench.DataError, match=r"u.csv, line 2-4: .*is a quote left open\?"):
+        bench.labelled_dataset(unclosed)
+
+
+def test_qrels_in_utf16_are_read_as_the_documents_are(tmp_path):
+    docs = _write(tmp_path / "d.csv", "id,text\nd1,a\nd2,b\n")
+    qrels = tmp_path / "q.txt"
+    qrels.write_bytes("1 0 d1 1\n1 0 d2 0\n".encode("utf-16"))
+    assert bench.documents_with_qrels(docs, qrels) == (["a", "b"], {"1": {0}})
+
+
+def test_outputs_and_asreview_are_checked_before_any_run(tmp_path, monkeypatch, capsys):
+    data = tmp_path / "ok.csv"
+    _synthetic_review(data)
+    for argv, message in [
+        (["--out", str(tmp_path / "missing" / "o.json")], "--out .*not a file in an existing"),
+        (["--out", str(tmp_path)], "--out .*not a file in an existing folder"),
+        (["--asreview-cache", str(data)], "--asreview-cache .*not a folder"),
+    ]:
+        monkeypatch.setattr(sys, "argv", ["s", "--dataset", str(data), "--no-asreview", *argv])
+        with pytest.raises(SystemExit):
+            bench.main()
+        assert re.search(message, capsys.readouterr().err), argv
+    monkeypatch.setattr(sys, "argv", ["s", "--dataset", str(data), "--asreview", "/nowhere/py"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "no such Python (install ASReview there" in capsys.readouterr().err
+
+
+def test_a_source_without_a_usable_topic_is_left_out_and_the_others_run(
+    tmp_path, monkeypatch, capsys
+):
+    good = tmp_path / "good.csv"
+    _synthetic_review(good)
+    few = _write(
+        tmp_path / "few.csv",
+        "title,included\n" + "".join(f"w{i} x,{int(i < 3)}\n" for i in range(30)),
+    )
+    out = tmp_path / "out.json"
+    _run(
+        monkeypatch,
+        "--dataset",
+        str(good),
+        "--dataset",
+        str(few),
+        "--priors",
+        "1",
+        "--out",
+        str(out),
+    )
+    assert list(json.loads(out.read_text())) == ["dataset-good"]
+    said = capsys.readouterr().out
+    assert (
+        "dataset-few: no topic with 5 or more relevant documents and a non-relevant one: left out"
+        in said
+    )
+    with pytest.raises(SystemExit, match="no source has a topic to run"):
+        _run(monkeypatch, "--dataset", str(few))
