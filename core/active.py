@@ -282,11 +282,26 @@ def rank_fuse(*scores, fusion: str = "mean") -> np.ndarray:
 
 
 def train_screening(
-    matrix, rows, labels, candidates, *, seed: int = 0, c: float = ENSEMBLE_C
+    matrix,
+    rows,
+    labels,
+    candidates,
+    *,
+    seed: int = 0,
+    c: float = ENSEMBLE_C,
+    svm_matrices=None,
+    fusion: str = "mean",
+    presumed: bool = True,
 ) -> tuple[Model, np.ndarray]:
     """Train the screening picker of a review retrained after every judged document: the
     logistic regression of ``train_labeller`` (judged plus presumed non-relevant, C = ``c``)
     and ``svm_scores`` (judged alone), fused by their mean rank.
+
+    The live loop uses the defaults. ``core.screening`` simulates the same picker through
+    this function, and its measured variants through the keywords: ``svm_matrices``, the
+    SVMs' features, one SVM per matrix (default: one SVM on ``matrix``); ``fusion``
+    ("mean" or "rrf", ``rank_fuse``); ``presumed`` False, the regression on the judged
+    documents alone.
 
     Return the logistic regression and a score per row that orders the ``candidates`` as
     their fused ranks do (ties by row) but keeps a probability's scale: the candidate at
@@ -295,21 +310,26 @@ def train_screening(
     and the stored scores are read as one (thresholds, the stopping projection); the values,
     and so the count above any threshold, are the logistic regression's.
     """
-    model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c)
+    if presumed:
+        model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c)
+    else:
+        model = train(matrix, rows, labels, seed=seed, c=c)
     p = model.probabilities(matrix)
     try:
-        svm = svm_scores(matrix, rows, labels, seed=seed)
+        svms = [svm_scores(m, rows, labels, seed=seed) for m in svm_matrices or (matrix,)]
     except NotTrainable:
         # Only relevant documents judged: the presumed sample gives the logistic regression
         # its other class, the SVM has none, so it picks alone (as before the ensemble).
         return model, p
     pool = _unjudged(candidates, [])  # ranked among the candidates, the rows picked from
-    fused = rank_fuse(p[pool], svm[pool])
+    fused = rank_fuse(p[pool], *(svm[pool] for svm in svms), fusion=fusion)
     scores = p.copy()  # rows outside the candidates keep their own probability
     scores[pool[_descending(fused)]] = np.sort(p[pool])[::-1]
-    # Stored as float32 (ranking.learning_step.scores_save): candidates whose mapped values
-    # tie there are picked in row order instead of the fused order (how often was not
-    # measured; the simulation keeps float64).
+    # Candidates whose mapped values tie (equal probabilities) are picked in row order, not
+    # in the fused order; the simulation, which picks from these scores too, moved 4 of 150
+    # Cranfield tuning runs by 1-66 documents when it switched from the fused ranks to them
+    # (docs/active-learning.md). Stored as float32 (ranking.learning_step.scores_save),
+    # more values tie live (how often was not measured; the simulation keeps float64).
     return model, scores
 
 

@@ -118,14 +118,19 @@ def _model_scores(
     if protocol.model == "svm":
         return active.svm_scores(svm_rows, judged, labels, seed=seed)
     if protocol.model in ("ensemble", "ensemble3"):
-        half = Protocol(c=protocol.c, model="lr", presumed=protocol.presumed)
-        lr = _model_scores(matrix, judged, labels, half, seed)
-        features = (matrix, svm_rows) if protocol.model == "ensemble3" else (svm_rows,)
-        try:
-            svms = [active.svm_scores(m, judged, labels, seed=seed) for m in features]
-        except active.NotTrainable:
-            return lr  # only relevant documents judged: the regression picks alone, as live
-        return active.rank_fuse(lr, *svms, fusion=protocol.fusion)
+        # The live picker itself (ranking.learning_step calls it with the defaults).
+        _model, scores = active.train_screening(
+            matrix,
+            judged,
+            labels,
+            range(matrix.shape[0]),
+            seed=seed,
+            c=protocol.c,
+            svm_matrices=(matrix, svm_rows) if protocol.model == "ensemble3" else (svm_rows,),
+            fusion=protocol.fusion,
+            presumed=protocol.presumed,
+        )
+        return scores
     rows, y = list(judged), list(labels)
     if protocol.presumed:
         extra = active.presumed_nonrelevant(range(matrix.shape[0]), judged, seed=seed)
