@@ -181,6 +181,13 @@ VARIANTS = {
 }
 
 
+def _smart_documents(path: Path) -> list[tuple[object, str]]:
+    """The documents of a SMART file, each with its text: title + abstract, as both tools
+    see it."""
+    docs = [r for r in iter_smart(path.read_bytes(), path.name) if hasattr(r, "id")]
+    return [(d, " ".join(f"{d.fields.get('T', '')} {d.fields.get('W', '')}".split())) for d in docs]
+
+
 def smart_collection(name: str):
     """Texts and topics (row sets) of a SMART collection."""
     folder = DATA / name
@@ -188,9 +195,9 @@ def smart_collection(name: str):
         "cacm": ("cacm.all", "query.text", "qrels.text", "cacm"),
         "cranfield": ("cran.all.1400", "cran.qry", "cranqrel", "cranfield"),
     }[name]
-    docs = [r for r in iter_smart((folder / files[0]).read_bytes(), files[0]) if hasattr(r, "id")]
-    row = {d.id: i for i, d in enumerate(docs)}
-    texts = [" ".join(f"{d.fields.get('T', '')} {d.fields.get('W', '')}".split()) for d in docs]
+    documents = _smart_documents(folder / files[0])
+    row = {d.id: i for i, (d, _text) in enumerate(documents)}
+    texts = [text for _d, text in documents]
     topics: dict[str, set[int]] = {}
     for q in iter_qrels((folder / files[2]).read_bytes(), files[2], fmt=files[3]):
         if hasattr(q, "grade") and q.grade >= 1 and q.docid in row:
@@ -213,11 +220,9 @@ def categories_collection():
     ``smart_collection``), and one topic per code (``4.22``, say): the documents an ACM
     reviewer filed under it, 5 to 148 of them. Topics by subject category, as in a newswire
     collection's."""
-    name = "cacm.all"
-    docs = [r for r in iter_smart((DATA / "cacm" / name).read_bytes(), name) if hasattr(r, "id")]
     texts: list[str] = []
     topics: dict[str, set[int]] = {}
-    for d in docs:
+    for d, text in _smart_documents(DATA / "cacm" / "cacm.all"):
         # Codes are "3.72". A few fields say "None" (no code) or write a code oddly ("3.73.",
         # "3.53.70", "3.2\n2"): the pattern takes "3.73", "3.53" and "3.2" from those.
         codes = set(re.findall(r"(?<![\d.])\d\.\d+", d.fields.get("C", "")))
@@ -225,7 +230,7 @@ def categories_collection():
             continue
         for code in codes:
             topics.setdefault(code, set()).add(len(texts))
-        texts.append(" ".join(f"{d.fields.get('T', '')} {d.fields.get('W', '')}".split()))
+        texts.append(text)
     return texts, topics
 
 
