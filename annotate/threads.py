@@ -22,6 +22,7 @@ from core.parsing.mail_threads import (
     assign_threads,
     id_list,
     normalise_id,
+    participants,
     thread_nodes,
 )
 from core.parsing.sources import folder_name, join_folder
@@ -56,18 +57,8 @@ def _inputs(rows, current: dict) -> Iterator[ThreadInput]:
             subject=subject,
             # Strings compare whatever the dates: undated messages sort last.
             sort_key=(date.isoformat() if date else "~", docid),
-            participants=_participants(addresses),
+            participants=participants(addresses),
         )
-
-
-def _participants(addresses) -> frozenset:
-    """The normalised addresses of a document (``Document.addresses``), lower-cased."""
-    if not isinstance(addresses, dict):
-        return frozenset()
-    found = []
-    for value in addresses.values():
-        found.extend(value if isinstance(value, list) else [value])
-    return frozenset(a.lower() for a in found if isinstance(a, str) and a)
 
 
 def _chunks(values: Iterable) -> Iterator[list]:

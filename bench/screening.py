@@ -75,9 +75,9 @@ ASR = {"ngrams": 2, "numbers": True, "stop_words": False, "min_df": 1}
 
 def _protocol(**changes) -> screening.Protocol:
     """``screening.Protocol`` as the first two rounds measured it (logistic regression,
-    C = 10, unless ``changes`` say otherwise), so a variant's name keeps its meaning when
-    the default moves."""
-    return screening.Protocol(**{"model": "lr", "c": 10.0, **changes})
+    C = 10, no threads followed, unless ``changes`` say otherwise), so a variant's name keeps
+    its meaning when the default moves."""
+    return screening.Protocol(**{"model": "lr", "c": 10.0, "threads": False, **changes})
 
 
 # name -> (feature options, screening protocol). C = 30 was sasc's C before the screening
@@ -85,7 +85,8 @@ def _protocol(**changes) -> screening.Protocol:
 # issue 36's second round, "lag1" (lag 1, C = 10) what it did after it, "lag1-ens-c3" (the
 # mean rank of logistic regression at C = 3 and ELAS u4's SVM) what it does since the
 # third round, and "sasc" whatever core.screening.Protocol() is now (the live default).
-# Feature options may hold "svm": the SVM's own feature options in an ensemble.
+# Feature options may hold "svm": the SVM's own feature options in an ensemble; "threads":
+# the documents' threads a variant follows (``_threads``).
 VARIANTS = {
     # sasc before this work: letters-only unigrams, one document per retrain, no presumed
     "old": ({}, _protocol(growing=False, lag=0, presumed=False, c=30.0)),
@@ -126,8 +127,9 @@ VARIANTS = {
     # ahead (lag 1), or for the first N judgments before AutoTAR's growth; ASReview's own
     # features (ASR: word pairs, numbers and stop words kept, min_df 1) and classifier.
     "lag1": ({}, _protocol(growing=False)),
-    # the live default (core.screening.Protocol(), ranking's learning step)
-    "sasc": ({}, screening.Protocol()),
+    # the live default (core.screening.Protocol(), ranking's learning step), following the
+    # product's threads where the source has them (the mail)
+    "sasc": ({"threads": "headers"}, screening.Protocol()),
     "singles50": ({}, _protocol(singles=50)),
     "singles100": ({}, _protocol(singles=100)),
     "singles200": ({}, _protocol(singles=200)),
@@ -177,6 +179,21 @@ VARIANTS = {
     "lag2-ens-c3-svmasr": (
         {"svm": ASR},
         _protocol(growing=False, lag=2, model="ensemble", c=3.0),
+    ),
+    # Fifth round: threads followed (the thread-mates of relevant messages first, while a
+    # thread's judged messages are mostly relevant), by the product's threading ("headers")
+    # or by the subject lines alone, which both tools read ("subject"); only the mail has them.
+    "lag1-ens-c3-threads": (
+        {"threads": "headers"},
+        _protocol(growing=False, model="ensemble", c=3.0, threads=True),
+    ),
+    "lag1-ens-c3-threads-subject": (
+        {"threads": "subject"},
+        _protocol(growing=False, model="ensemble", c=3.0, threads=True),
+    ),
+    "lag2-ens-c3-threads": (
+        {"threads": "headers"},
+        _protocol(growing=False, lag=2, model="ensemble", c=3.0, threads=True),
     ),
 }
 
@@ -277,6 +294,39 @@ def mail_collection():
                     topics[name].add(len(texts))
             texts.append(" ".join(f"{msg.get('Subject', '')} {text}".split()))
     return texts, topics
+
+
+def mail_threads(*, subject_only: bool = False) -> np.ndarray:
+    """The thread of each of ``mail_collection``'s messages (same order), an integer: the
+    product's threading (``core.parsing.mail_threads.assign_threads`` on what the email
+    importer parses, ``annotate.threads``). ``subject_only``: from the subject lines alone,
+    which are in the texts both tools read (Message-ID, In-Reply-To and References, which
+    ASReview never sees, left out)."""
+    from _setup import corpus_root
+
+    from config.demo import corpus
+    from core.parsing.emails import parse_email_bytes
+    from core.parsing.mail_threads import ThreadInput, assign_threads, participants
+
+    inputs = []
+    for folder in corpus.HAM_FOLDERS:
+        for path in sorted((corpus_root() / folder).iterdir()):
+            parsed = parse_email_bytes(path.read_bytes())
+            row = len(inputs)
+            inputs.append(
+                ThreadInput(
+                    key=row,
+                    message_id="" if subject_only else parsed.message_id,
+                    in_reply_to="" if subject_only else parsed.in_reply_to,
+                    references=() if subject_only else tuple(parsed.references),
+                    subject=parsed.subject,
+                    sort_key=(parsed.date.isoformat() if parsed.date else "~", f"{row:08d}"),
+                    participants=frozenset() if subject_only else participants(parsed.addresses),
+                )
+            )
+    keys = assign_threads(inputs)
+    _names, groups = np.unique([keys[row] for row in range(len(inputs))], return_inverse=True)
+    return groups.astype(np.int64)
 
 
 # Your own data (``--dataset``, ``--docs`` with ``--qrels``): the column names the field's
@@ -619,6 +669,17 @@ def _matrix(texts, options: dict, built: dict):
     return built[key]
 
 
+def _threads(data: str, kind: str | None, built: dict):
+    """Each document's thread for a variant that follows threads (``kind`` "headers" or
+    "subject", ``mail_threads``), read once per source; None where the source has none (only
+    the mail is threaded)."""
+    if kind is None or data != "mail":
+        return None
+    if kind not in built:
+        built[kind] = mail_threads(subject_only=kind == "subject")
+    return built[kind]
+
+
 def summarise(order, truth, step_seconds):
     reach = screening.documents_to_recall(order, truth)
     return {
@@ -667,6 +728,7 @@ def _load(data: str, given, args) -> tuple[list[str], dict[str, set[int]], list[
     for name in args.variant_names:
         options = dict(VARIANTS[name][0])
         svm = options.pop("svm", None)
+        options.pop("threads", None)
         for opts in (options, svm):
             if opts is not None and _matrix(texts, opts, matrices).shape[1] == 0:
                 raise DataError(
@@ -779,11 +841,14 @@ def main():
             options = dict(options)
             svm = options.pop("svm", None)
             svm_matrix = None if svm is None else _matrix(texts, svm, matrices)
+            groups = _threads(data, options.pop("threads", None), matrices)
             rows = _matrix(texts, options, matrices)
             started = time.perf_counter()
             out[name] = []
             for t, s, tr, p in runs:
-                run = screening.screen(rows, tr, p, protocol, seed=s, svm_matrix=svm_matrix)
+                run = screening.screen(
+                    rows, tr, p, protocol, seed=s, svm_matrix=svm_matrix, groups=groups
+                )
                 out[name].append(
                     {"topic": t, "prior": s, **summarise(run.order, tr, run.step_seconds)}
                 )

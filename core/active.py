@@ -281,6 +281,23 @@ def rank_fuse(*scores, fusion: str = "mean") -> np.ndarray:
     raise ValueError(f"unknown fusion {fusion!r}; use mean or rrf")
 
 
+def threads_followed(threads, labels) -> set:
+    """The threads a screening review follows: those whose judged messages are mostly
+    relevant (more relevant than not). ``threads[i]`` is the thread of the i-th judged
+    document (None or "" for none) and ``labels[i]`` its 0/1 label.
+
+    Replies in a thread share what they are about: when a message is judged relevant, its
+    unjudged thread-mates are read next (``train_screening``'s ``first``), until the thread's
+    judged messages are no longer mostly relevant (a long thread that drifted off the topic
+    stops jumping the queue)."""
+    tally: dict = {}
+    for thread, label in zip(threads, labels, strict=True):
+        if thread is None or thread == "" or (isinstance(thread, int | np.integer) and thread < 0):
+            continue
+        tally[thread] = tally.get(thread, 0) + (1 if int(label) else -1)
+    return {thread for thread, balance in tally.items() if balance > 0}
+
+
 def train_screening(
     matrix,
     rows,
@@ -292,6 +309,7 @@ def train_screening(
     svm_matrices=None,
     fusion: str = "mean",
     presumed: bool = True,
+    first=None,
 ) -> tuple[Model, np.ndarray]:
     """Train the screening picker of a review retrained after every judged document: the
     logistic regression of ``train_labeller`` (judged plus presumed non-relevant, C = ``c``)
@@ -302,6 +320,10 @@ def train_screening(
     SVMs' features, one SVM per matrix (default: one SVM on ``matrix``); ``fusion``
     ("mean" or "rrf", ``rank_fuse``); ``presumed`` False, the regression on the judged
     documents alone.
+
+    ``first``: candidate rows ranked ahead of every other, in the fused order among
+    themselves: the unjudged messages of the threads a review follows
+    (``threads_followed``; docs/active-learning.md, "Fifth round").
 
     Return the logistic regression and a score per row that orders the ``candidates`` as
     their fused ranks do (ties by row) but keeps a probability's scale: the candidate at
@@ -320,9 +342,15 @@ def train_screening(
     except NotTrainable:
         # Only relevant documents judged: the presumed sample gives the logistic regression
         # its other class, the SVM has none, so it picks alone (as before the ensemble).
+        svms = []
+    first = np.asarray([] if first is None else first, dtype=np.int64)
+    if not svms and not len(first):
         return model, p
     pool = _unjudged(candidates, [])  # ranked among the candidates, the rows picked from
     fused = rank_fuse(p[pool], *(svm[pool] for svm in svms), fusion=fusion)
+    ahead = np.isin(pool, first)
+    if ahead.any():  # above every other candidate, their own order kept
+        fused = np.where(ahead, fused + (fused.max() - fused.min() + 1), fused)
     scores = p.copy()  # rows outside the candidates keep their own probability
     scores[pool[_descending(fused)]] = np.sort(p[pool])[::-1]
     # Candidates whose mapped values tie (equal probabilities) are picked in row order, not

@@ -17,7 +17,10 @@ for a person judging in order:
   rank of that logistic regression (C = ``core.active.ENSEMBLE_C``) and ASReview's default
   classifier (``core.active.svm_scores``), as the live loop picks
   (``core.active.train_screening``). ``Protocol(singles=0, model="lr",
-  c=core.active.SCREENING_C)`` is a live plan growing its batches (AutoTAR).
+  c=core.active.SCREENING_C)`` is a live plan growing its batches (AutoTAR);
+- threads followed (``Protocol.threads``, the fifth round): when ``screen`` is given each
+  document's thread (an email collection's), the unjudged messages of threads whose judged
+  messages are mostly relevant are picked first, in the model's order among themselves.
 
 ``Protocol.lag`` is the live loop's "the reviewer never waits": ``lag`` batches are queued
 while the current one is judged, so the batch judged next was picked by a model that had not
@@ -67,6 +70,11 @@ class Protocol:
     # "mean": the mean of the two ranks; "rrf": reciprocal rank fusion (Cormack, Clarke and
     # Buettcher 2009, k = 60), which favours a document either model puts near its top.
     fusion: str = "mean"
+    # Follow threads (the live loop's default since the fifth round): the unjudged
+    # thread-mates of relevant messages first, while a thread's judged messages are mostly
+    # relevant (``core.active.threads_followed``); needs ``screen``'s ``groups`` (without
+    # them, or for a model other than the ensemble, nothing changes).
+    threads: bool = True
 
 
 def autotar_batches(first: int = 1, singles: int | None = 0) -> Iterator[int]:
@@ -110,15 +118,25 @@ class Run:
 
 
 def _model_scores(
-    matrix, judged: list[int], labels: list[int], protocol: Protocol, seed: int, svm_matrix=None
+    matrix,
+    judged: list[int],
+    labels: list[int],
+    protocol: Protocol,
+    seed: int,
+    svm_matrix=None,
+    groups=None,
 ):
     """Scores of every row (higher: picked sooner); ``svm_matrix``: the SVM's own features
-    (the same rows; default ``matrix``)."""
+    (the same rows; default ``matrix``); ``groups``: each row's thread (-1: none)."""
     svm_rows = matrix if svm_matrix is None else svm_matrix
     if protocol.model == "svm":
         return active.svm_scores(svm_rows, judged, labels, seed=seed)
     if protocol.model in ("ensemble", "ensemble3"):
         # The live picker itself (ranking.learning_step calls it with the defaults).
+        first = None
+        if protocol.threads and groups is not None:
+            followed = active.threads_followed([int(groups[r]) for r in judged], labels)
+            first = np.flatnonzero(np.isin(groups, list(followed))) if followed else None
         _model, scores = active.train_screening(
             matrix,
             judged,
@@ -129,6 +147,7 @@ def _model_scores(
             svm_matrices=(matrix, svm_rows) if protocol.model == "ensemble3" else (svm_rows,),
             fusion=protocol.fusion,
             presumed=protocol.presumed,
+            first=first,
         )
         return scores
     rows, y = list(judged), list(labels)
@@ -148,12 +167,20 @@ def _model_scores(
 
 
 def screen(
-    matrix, truth, priors, protocol: Protocol = Protocol(), *, seed: int = 0, svm_matrix=None
+    matrix,
+    truth,
+    priors,
+    protocol: Protocol = Protocol(),
+    *,
+    seed: int = 0,
+    svm_matrix=None,
+    groups=None,
 ) -> Run:
     """Simulate a review of every row of ``matrix`` against ``truth`` (0/1 per row), starting
     from the judged ``priors``, until every relevant row is found (or none is left).
     ``svm_matrix``: other features of the same rows for the SVM of ``model`` "svm" or
-    "ensemble" (ASReview's, say)."""
+    "ensemble" (ASReview's, say); ``groups``: each row's thread, an integer (-1: in none),
+    for ``Protocol.threads``."""
     truth = np.asarray(truth, dtype=int)
     total = int(truth.sum())
     n = matrix.shape[0]
@@ -169,7 +196,9 @@ def screen(
     def pick():
         nonlocal step
         started = time.perf_counter()
-        p = _model_scores(matrix, order, truth[order].tolist(), protocol, seed + step, svm_matrix)
+        p = _model_scores(
+            matrix, order, truth[order].tolist(), protocol, seed + step, svm_matrix, groups
+        )
         taken = judged.copy()
         for waiting in queued:
             taken[waiting] = True

@@ -89,6 +89,17 @@ class ThreadInput(NamedTuple):
     participants: frozenset = frozenset()
 
 
+def participants(addresses) -> frozenset:
+    """The addresses of a message, lower-cased, from a ``{"from": a, "to": [b, ...]}`` dict
+    (``Document.addresses``, ``core.parsing.emails.ParsedEmail.addresses``)."""
+    if not isinstance(addresses, dict):
+        return frozenset()
+    found = []
+    for value in addresses.values():
+        found.extend(value if isinstance(value, list) else [value])
+    return frozenset(a.lower() for a in found if isinstance(a, str) and a)
+
+
 class _UnionFind:
     def __init__(self):
         self.parent: dict[str, str] = {}

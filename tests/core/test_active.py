@@ -169,6 +169,40 @@ def test_the_screening_picker_trains_on_relevant_judgments_alone_as_the_lr_did(c
         active.train_screening(matrix, judged, [0, 0, 0, 0], range(2000))
 
 
+def test_threads_are_followed_while_their_judged_messages_are_mostly_relevant():
+    # thread "a": 2 relevant, 1 not; "b": 1 and 1 (no longer mostly relevant); "c": one
+    # relevant; no thread (None, "" or -1) is never followed.
+    threads = ["a", "a", "a", "b", "b", "c", None, "", -1, 7, 7]
+    labels = [1, 1, 0, 1, 0, 1, 1, 1, 1, 0, 0]
+    assert active.threads_followed(threads, labels) == {"a", "c"}
+    assert active.threads_followed([3, 3, 4], [1, 1, 0]) == {3}
+    assert active.threads_followed([], []) == set()
+    with pytest.raises(ValueError):
+        active.threads_followed(["a"], [1, 0])
+
+
+def test_the_screening_picker_reads_first_rows_ahead_in_its_own_order(collection):
+    matrix, relevant = collection
+    judged = seeds(relevant, 3, 7)
+    candidates = range(matrix.shape[0])
+    _model, plain = active.train_screening(matrix, judged, relevant[judged], candidates, seed=4)
+    order = [r for r in np.argsort(-plain, kind="stable").tolist() if r not in set(judged)]
+    # Three rows the picker puts low (and one judged row, which is never picked).
+    first = [order[-1], order[-500], order[-900], judged[0]]
+    model, scores = active.train_screening(
+        matrix, judged, relevant[judged], candidates, seed=4, first=first
+    )
+    picked = active.select("cal", scores, candidates, judged, 6)
+    assert picked[:3] == [order[-900], order[-500], order[-1]]  # ahead, in the fused order
+    assert picked[3:] == order[:3]  # then the picker's own order, unchanged
+    # Still the logistic regression's probabilities, only placed differently.
+    assert np.allclose(np.sort(scores), np.sort(model.probabilities(matrix)))
+    # With only relevant documents judged (no SVM) the rows still come first.
+    only, low = np.flatnonzero(relevant)[:4], int(np.flatnonzero(relevant == 0)[-1])
+    _m, alone = active.train_screening(matrix, only, [1] * 4, candidates, seed=2, first=[low])
+    assert active.select("cal", alone, candidates, only, 1) == [low]
+
+
 @pytest.mark.parametrize("values", [None, 1000, 3])
 def test_the_fast_descending_order_is_the_stable_sort_ties_by_row(values):
     rng = np.random.default_rng(5)

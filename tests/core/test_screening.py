@@ -218,3 +218,43 @@ def test_with_only_relevant_documents_judged_the_ensemble_picks_by_the_regressio
     )
     pool = [r for r in np.argsort(-first, kind="stable") if r not in relevant]
     assert run.order[2] == pool[0]
+
+
+def test_a_review_following_threads_reads_a_relevant_messages_thread_mates_next():
+    # Thread 0: the relevant prior and three relevant rows the model ranks low (no topic
+    # terms); thread 1: the non-relevant prior and two other rows; every other row alone.
+    matrix, truth = _collection(seed=6)
+    priors = screening.priors_for(truth, 2)
+    quiet = [r for r in np.flatnonzero(truth == 0).tolist() if r not in priors][:5]
+    truth = truth.copy()
+    truth[quiet[:3]] = 1  # relevant, but nothing in their words says so
+    groups = np.arange(len(truth)) + 10
+    groups[[priors[0], *quiet[:3]]] = 0
+    groups[[priors[1], *quiet[3:5]]] = 1
+    unfollowed = screening.Protocol(threads=False)
+    plain = screening.screen(matrix, truth, priors, unfollowed, seed=2, groups=groups)
+    assert set(plain.order[2:6]) != set(quiet[:3])
+    assert screening.Protocol().threads  # the default, as the live loop
+    run = screening.screen(matrix, truth, priors, screening.Protocol(), seed=2, groups=groups)
+    # The priors' model already follows thread 0: its three mates are read first.
+    assert set(run.order[2:5]) == set(quiet[:3]), run.order[:8]
+    assert not set(quiet[3:5]) & set(run.order[2:8])  # the non-relevant prior's thread: not
+    reach = screening.documents_to_recall(run.order, truth)
+    assert reach[1.0] < screening.documents_to_recall(plain.order, truth)[1.0]
+
+
+def test_a_thread_stops_jumping_the_queue_once_its_judged_messages_are_not_mostly_relevant():
+    matrix, truth = _collection(seed=7)
+    relevant = np.flatnonzero(truth).tolist()
+    others = np.flatnonzero(truth == 0).tolist()
+    groups = np.arange(len(truth)) + 10
+    groups[[relevant[0], others[0], *others[5:9]]] = 0
+    protocol = screening.Protocol()
+    judged = [relevant[0], others[1]]
+    first = screening._model_scores(matrix, judged, [1, 0], protocol, 3, groups=groups)
+    top = set(np.argsort(-first, kind="stable")[:6].tolist()) - set(judged)
+    assert {others[0], *others[5:9]} <= top  # one relevant of one judged: followed
+    judged = [relevant[0], others[1], others[0]]
+    then = screening._model_scores(matrix, judged, [1, 0, 0], protocol, 3, groups=groups)
+    top = set(np.argsort(-then, kind="stable")[:5].tolist())
+    assert not set(others[5:9]) & top  # one relevant, one not: the thread is left
