@@ -127,9 +127,8 @@ VARIANTS = {
     # ahead (lag 1), or for the first N judgments before AutoTAR's growth; ASReview's own
     # features (ASR: word pairs, numbers and stop words kept, min_df 1) and classifier.
     "lag1": ({}, _protocol(growing=False)),
-    # the live default (core.screening.Protocol(), ranking's learning step), following the
-    # product's threads where the source has them (the mail)
-    "sasc": ({"threads": "headers"}, screening.Protocol()),
+    # the live default (core.screening.Protocol(), ranking's learning step)
+    "sasc": ({}, screening.Protocol()),
     "singles50": ({}, _protocol(singles=50)),
     "singles100": ({}, _protocol(singles=100)),
     "singles200": ({}, _protocol(singles=200)),
@@ -180,9 +179,10 @@ VARIANTS = {
         {"svm": ASR},
         _protocol(growing=False, lag=2, model="ensemble", c=3.0),
     ),
-    # Fifth round: threads followed (the thread-mates of relevant messages first, while a
-    # thread's judged messages are mostly relevant), by the product's threading ("headers")
-    # or by the subject lines alone, which both tools read ("subject"); only the mail has them.
+    # Fifth round (measured, not adopted): threads followed (the thread-mates of relevant
+    # messages first, while a thread's judged messages are mostly relevant), by the
+    # product's threading ("headers") or by the subject lines alone, which both tools read
+    # ("subject"); only the mail sources have them.
     "lag1-ens-c3-threads": (
         {"threads": "headers"},
         _protocol(growing=False, model="ensemble", c=3.0, threads=True),
@@ -293,6 +293,24 @@ def mail_collection():
                 if marker in names:
                     topics[name].add(len(texts))
             texts.append(" ".join(f"{msg.get('Subject', '')} {text}".split()))
+    return texts, topics
+
+
+# Words whose messages make a topic of the demo mail (``mail-words``): relevance per message,
+# not per list, so a thread holds relevant and non-relevant messages as in a topical review.
+MAIL_WORDS = ("kernel", "perl", "python", "razor")
+
+
+def mail_words_collection():
+    """The demo's ham messages (as ``mail_collection``) with one topic per word of
+    ``MAIL_WORDS``: a message is relevant when its subject or body holds the word (whole
+    word, any case). A stand-in for topical relevance, where a reply can leave the topic
+    (built to measure following threads, fifth round)."""
+    texts, _lists = mail_collection()
+    lowered = [t.lower() for t in texts]
+    topics = {
+        w: {i for i, t in enumerate(lowered) if re.search(rf"\b{w}\b", t)} for w in MAIL_WORDS
+    }
     return texts, topics
 
 
@@ -603,6 +621,7 @@ BUILT_IN = {
     "cacm": smart_collection,
     "cranfield": smart_collection,
     "mail": lambda _name: mail_collection(),
+    "mail-words": lambda _name: mail_words_collection(),
     "cacm-categories": lambda _name: categories_collection(),
 }
 
@@ -672,8 +691,8 @@ def _matrix(texts, options: dict, built: dict):
 def _threads(data: str, kind: str | None, built: dict):
     """Each document's thread for a variant that follows threads (``kind`` "headers" or
     "subject", ``mail_threads``), read once per source; None where the source has none (only
-    the mail is threaded)."""
-    if kind is None or data != "mail":
+    the mail sources are threaded)."""
+    if kind is None or data not in ("mail", "mail-words"):
         return None
     if kind not in built:
         built[kind] = mail_threads(subject_only=kind == "subject")

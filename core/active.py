@@ -322,8 +322,8 @@ def train_screening(
     documents alone.
 
     ``first``: candidate rows ranked ahead of every other, in the fused order among
-    themselves: the unjudged messages of the threads a review follows
-    (``threads_followed``; docs/active-learning.md, "Fifth round").
+    themselves: the unjudged messages of the threads a simulated review follows
+    (``threads_followed``; measured, not adopted: docs/active-learning.md, "Fifth round").
 
     Return the logistic regression and a score per row that orders the ``candidates`` as
     their fused ranks do (ties by row) but keeps a probability's scale: the candidate at

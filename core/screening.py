@@ -18,9 +18,9 @@ for a person judging in order:
   classifier (``core.active.svm_scores``), as the live loop picks
   (``core.active.train_screening``). ``Protocol(singles=0, model="lr",
   c=core.active.SCREENING_C)`` is a live plan growing its batches (AutoTAR);
-- threads followed (``Protocol.threads``, the fifth round): when ``screen`` is given each
-  document's thread (an email collection's), the unjudged messages of threads whose judged
-  messages are mostly relevant are picked first, in the model's order among themselves.
+- threads followed, measured and not adopted (the fifth round; ``Protocol(threads=True)``):
+  when ``screen`` is given each document's thread (an email collection's), the unjudged
+  messages of threads whose judged messages are mostly relevant are picked first.
 
 ``Protocol.lag`` is the live loop's "the reviewer never waits": ``lag`` batches are queued
 while the current one is judged, so the batch judged next was picked by a model that had not
@@ -70,11 +70,11 @@ class Protocol:
     # "mean": the mean of the two ranks; "rrf": reciprocal rank fusion (Cormack, Clarke and
     # Buettcher 2009, k = 60), which favours a document either model puts near its top.
     fusion: str = "mean"
-    # Follow threads (the live loop's default since the fifth round): the unjudged
-    # thread-mates of relevant messages first, while a thread's judged messages are mostly
-    # relevant (``core.active.threads_followed``); needs ``screen``'s ``groups`` (without
-    # them, or for a model other than the ensemble, nothing changes).
-    threads: bool = True
+    # Follow threads (measured in the fifth round, not adopted): the unjudged thread-mates
+    # of relevant messages first, while a thread's judged messages are mostly relevant
+    # (``core.active.threads_followed``); needs ``screen``'s ``groups`` (without them, or for
+    # a model other than the ensemble, nothing changes).
+    threads: bool = False
 
 
 def autotar_batches(first: int = 1, singles: int | None = 0) -> Iterator[int]:

@@ -12,7 +12,7 @@ import numpy as np
 
 from annotate.labels import relevance_label
 from annotate.models import Adjudication, Collection, Document, Judgment, Task
-from core import active, features
+from core import features
 from ranking.models import CheckSample, LearningModel, LearningPlan, PoolEntry, TopicSeed
 
 
@@ -263,27 +263,3 @@ def scores_beside(scores_path, kind: str) -> Path:
     P(relevant) (``labels``) and, for the sensitivity strategy, P(sensitive)."""
     path = Path(scores_path)
     return path.with_name(f"{path.stem}-{kind}.npy")
-
-
-# Thread keys in one ``IN (...)`` (under SQLite's limit of variables in one statement).
-_THREAD_CHUNK = 900
-
-
-def thread_mates(plan: LearningPlan, judged: list[int], labels, row_of) -> tuple[np.ndarray, int]:
-    """The rows of the messages in the threads the review follows
-    (``core.active.threads_followed``: those whose judged messages, ``judged`` document ids
-    with their 0/1 ``labels``, are mostly relevant), and how many threads that is. Messages
-    of the collection only; documents outside an email import have no thread."""
-    threaded = Document.objects.filter(pk__in=judged).exclude(thread_key="")
-    keys = dict(threaded.values_list("pk", "thread_key"))
-    followed = sorted(
-        active.threads_followed([keys.get(d) for d in judged], [int(x) for x in labels])
-    )
-    rows: set[int] = set()
-    for start in range(0, len(followed), _THREAD_CHUNK):
-        docids = Document.objects.filter(
-            collection_id=plan.project.collection_id,
-            thread_key__in=followed[start : start + _THREAD_CHUNK],
-        ).values_list("docid", flat=True)
-        rows.update(row_of[d] for d in docids if d in row_of)
-    return np.array(sorted(rows), dtype=np.int64), len(followed)

@@ -36,7 +36,6 @@ from ranking.learning_state import (
     plan_state,
     scores_beside,
     scores_usable,
-    thread_mates,
 )
 from ranking.models import LearningModel, LearningPlan
 from ranking.seeding import seed_step
@@ -214,14 +213,9 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
         # or as AutoTAR when screening) and the one that labels the rest (plus presumed
         # non-relevant documents).
         p = None
-        followed = 0
         if ensemble:
-            # Replies share what they are about: the unjudged messages of threads whose
-            # judged messages are mostly relevant are picked first (docs/active-learning.md,
-            # "Fifth round").
-            mates, followed = thread_mates(plan, judged, labels, row_of)
             model, p = active.train_screening(
-                matrix.matrix, rows_judged, labels, candidates, seed=seed, c=selector_c, first=mates
+                matrix.matrix, rows_judged, labels, candidates, seed=seed, c=selector_c
             )
         elif screening:
             model = active.train_labeller(
@@ -267,11 +261,10 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
             "selector_C": selector_c,
             "selector_presumed": screening,
             "selector": (
-                "mean rank of logistic regression and ELAS u4's SVM, threads followed"
+                "mean rank of logistic regression and ELAS u4's SVM"
                 if ensemble
                 else "logistic regression"
             ),
-            "threads_followed": followed,
             "presumed_nonrelevant": labeller.negatives - (len(labels) - int(labels.sum())),
             "random_seed": seed,
             "strategy": plan.strategy,

@@ -379,3 +379,18 @@ def test_a_source_without_a_usable_topic_is_left_out_and_the_others_run(
     )
     with pytest.raises(SystemExit, match="no source has a topic to run"):
         _run(monkeypatch, "--dataset", str(few))
+
+
+def test_word_topics_hold_the_messages_with_the_whole_word_and_only_mail_has_threads(
+    monkeypatch,
+):
+    texts = ["Kernel panic again", "perl-ish", "a Perlish way", "pythonic", "python 3", "razor"]
+    monkeypatch.setattr(bench, "mail_collection", lambda: (texts, {"a-list": {0}}))
+    got, topics = bench.mail_words_collection()
+    assert got == texts
+    assert topics == {"kernel": {0}, "perl": {1}, "python": {4}, "razor": {5}}
+    # Threads are read for the mail sources only, and only for a variant that follows them.
+    monkeypatch.setattr(bench, "mail_threads", lambda subject_only=False: np.array([7, 7]))
+    assert bench._threads("cacm", "headers", {}) is None
+    assert bench._threads("mail", None, {}) is None
+    assert bench._threads("mail-words", "headers", {}).tolist() == [7, 7]

@@ -231,11 +231,10 @@ def test_a_review_following_threads_reads_a_relevant_messages_thread_mates_next(
     groups = np.arange(len(truth)) + 10
     groups[[priors[0], *quiet[:3]]] = 0
     groups[[priors[1], *quiet[3:5]]] = 1
-    unfollowed = screening.Protocol(threads=False)
-    plain = screening.screen(matrix, truth, priors, unfollowed, seed=2, groups=groups)
-    assert set(plain.order[2:6]) != set(quiet[:3])
-    assert screening.Protocol().threads  # the default, as the live loop
-    run = screening.screen(matrix, truth, priors, screening.Protocol(), seed=2, groups=groups)
+    plain = screening.screen(matrix, truth, priors, screening.Protocol(), seed=2, groups=groups)
+    assert set(plain.order[2:6]) != set(quiet[:3])  # not the default (measured, not adopted)
+    follow = screening.Protocol(threads=True)
+    run = screening.screen(matrix, truth, priors, follow, seed=2, groups=groups)
     # The priors' model already follows thread 0: its three mates are read first.
     assert set(run.order[2:5]) == set(quiet[:3]), run.order[:8]
     assert not set(quiet[3:5]) & set(run.order[2:8])  # the non-relevant prior's thread: not
@@ -249,7 +248,7 @@ def test_a_thread_stops_jumping_the_queue_once_its_judged_messages_are_not_mostl
     others = np.flatnonzero(truth == 0).tolist()
     groups = np.arange(len(truth)) + 10
     groups[[relevant[0], others[0], *others[5:9]]] = 0
-    protocol = screening.Protocol()
+    protocol = screening.Protocol(threads=True)
     judged = [relevant[0], others[1]]
     first = screening._model_scores(matrix, judged, [1, 0], protocol, 3, groups=groups)
     top = set(np.argsort(-first, kind="stable")[:6].tolist()) - set(judged)

@@ -249,10 +249,7 @@ def test_a_plan_retrains_after_every_document_by_default_with_one_queued_ahead(s
     latest = LearningModel.objects.filter(plan=plan).latest("version")
     params = latest.params
     assert params["selector_presumed"] is True and params["selector_C"] == 3.0
-    assert params["selector"] == (
-        "mean rank of logistic regression and ELAS u4's SVM, threads followed"
-    )
-    assert params["threads_followed"] == 0  # the generated documents have no threads
+    assert params["selector"] == "mean rank of logistic regression and ELAS u4's SVM"
     assert params["presumed_nonrelevant"] > 0
     # The stored scores are the ensemble's, on the scale of probabilities.
     state = learning_state.plan_state(plan)
@@ -271,38 +268,6 @@ def test_a_plan_retrains_after_every_document_by_default_with_one_queued_ahead(s
     stored = np.load(latest.scores_path)
     assert np.allclose(stored, expected.astype(np.float32))
     assert stored.min() >= 0 and stored.max() <= 1
-
-
-def test_the_picker_queues_the_thread_mates_of_a_relevant_message_first(setup):
-    from tests.learningkit import seed_two_and_two
-
-    project, topic, annotator, truth = setup
-    seed_two_and_two(project, topic, truth)  # the first two relevant and non-relevant docids
-    docs = Document.objects.filter(collection=project.collection)
-    # Two non-relevant messages (nothing in their words like the topic) replied in the
-    # thread of the first relevant seed; two others in the non-relevant seed's thread.
-    outside = sorted(set(docs.values_list("docid", flat=True)) - truth)
-    docs.filter(docid__in=[sorted(truth)[0], *outside[-2:]]).update(thread_key="t-relevant")
-    docs.filter(docid__in=[outside[0], *outside[-4:-2]]).update(thread_key="t-other")
-    plan = learning_plans.learning_plan_create(
-        project=project, topic=topic, budget=100, candidates=LearningPlan.Candidates.COLLECTION
-    )
-    learning_step.learning_step(plan_id=plan.pk)
-    queued = set(
-        Document.objects.filter(pk__in=learning_state.plan_state(plan).queued).values_list(
-            "docid", flat=True
-        )
-    )
-    assert queued == set(outside[-2:])  # the relevant seed's thread, ahead of the model
-    latest = LearningModel.objects.filter(plan=plan).latest("version")
-    assert latest.params["threads_followed"] == 1
-    # Judged not relevant, they take the thread off the front (one relevant, two not).
-    for _ in range(2):
-        task = judge_next(project, annotator, truth)
-        assert task.document.docid in outside[-2:]
-        learning_step.learning_step(plan_id=plan.pk)
-    latest = LearningModel.objects.filter(plan=plan).latest("version")
-    assert latest.params["threads_followed"] == 0
 
 
 def test_a_plan_with_no_singles_grows_its_batches_as_autotar_and_keeps_one_batch_queued(setup):
