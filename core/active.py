@@ -282,14 +282,15 @@ def rank_fuse(*scores, fusion: str = "mean") -> np.ndarray:
 
 
 def threads_followed(threads, labels) -> set:
-    """The threads a screening review follows: those whose judged messages are mostly
-    relevant (more relevant than not). ``threads[i]`` is the thread of the i-th judged
-    document (None or "" for none) and ``labels[i]`` its 0/1 label.
+    """The threads a review that follows threads would follow: those whose judged messages
+    are mostly relevant (more relevant than not). ``threads[i]`` is the thread of the i-th
+    judged document (None, "" or a negative number for none) and ``labels[i]`` its 0/1 label.
 
-    Replies in a thread share what they are about: when a message is judged relevant, its
-    unjudged thread-mates are read next (``train_screening``'s ``first``), until the thread's
-    judged messages are no longer mostly relevant (a long thread that drifted off the topic
-    stops jumping the queue)."""
+    Used by the simulation's ``Protocol(threads=True)``: the unjudged thread-mates of a
+    relevant message are read next (``train_screening``'s ``first``) until the thread's judged
+    messages are no longer mostly relevant. Measured and not adopted for the live picker: it
+    gains little where a thread is relevant as a whole and costs where replies leave the topic
+    (docs/active-learning.md, "Fifth round")."""
     tally: dict = {}
     for thread, label in zip(threads, labels, strict=True):
         if thread is None or thread == "" or (isinstance(thread, int | np.integer) and thread < 0):
