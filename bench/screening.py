@@ -267,32 +267,40 @@ MAIL_TUNING = {
 }
 
 
-def mail_collection():
-    """The demo's ham messages (subject + body) and one topic per mailing list (the reported
-    ``MAIL_LISTS`` and the tuning ``MAIL_TUNING``)."""
+def _ham_messages():
+    """The raw bytes of the demo's ham messages, in the one order every mail source uses
+    (``mail_collection``'s rows, ``mail_threads``' groups)."""
     sys.path.insert(0, str(ROOT / "bench"))
     from _setup import corpus_root
 
     from config.demo import corpus
 
-    texts, topics = [], {name: set() for name in [*MAIL_LISTS, *MAIL_TUNING]}
+    root = corpus_root()
     for folder in corpus.HAM_FOLDERS:
-        for path in sorted((corpus_root() / folder).iterdir()):
-            msg = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
-            body = msg.get_body(preferencelist=("plain", "html"))
-            try:
-                text = body.get_content() if body is not None else ""
-            except (LookupError, ValueError):
-                text = body.get_payload(decode=True).decode("latin-1") if body else ""
-            list_id = str(msg.get("List-Id", ""))
-            for name, marker in MAIL_LISTS.items():
-                if marker in list_id:
-                    topics[name].add(len(texts))
-            names = " ".join(str(msg.get(h, "")) for h in ("List-Id", "X-Mailing-List", "Sender"))
-            for name, marker in MAIL_TUNING.items():
-                if marker in names:
-                    topics[name].add(len(texts))
-            texts.append(" ".join(f"{msg.get('Subject', '')} {text}".split()))
+        for path in sorted((root / folder).iterdir()):
+            yield path.read_bytes()
+
+
+def mail_collection():
+    """The demo's ham messages (subject + body) and one topic per mailing list (the reported
+    ``MAIL_LISTS`` and the tuning ``MAIL_TUNING``)."""
+    texts, topics = [], {name: set() for name in [*MAIL_LISTS, *MAIL_TUNING]}
+    for raw in _ham_messages():
+        msg = email.message_from_bytes(raw, policy=email.policy.default)
+        body = msg.get_body(preferencelist=("plain", "html"))
+        try:
+            text = body.get_content() if body is not None else ""
+        except (LookupError, ValueError):
+            text = body.get_payload(decode=True).decode("latin-1") if body else ""
+        list_id = str(msg.get("List-Id", ""))
+        for name, marker in MAIL_LISTS.items():
+            if marker in list_id:
+                topics[name].add(len(texts))
+        names = " ".join(str(msg.get(h, "")) for h in ("List-Id", "X-Mailing-List", "Sender"))
+        for name, marker in MAIL_TUNING.items():
+            if marker in names:
+                topics[name].add(len(texts))
+        texts.append(" ".join(f"{msg.get('Subject', '')} {text}".split()))
     return texts, topics
 
 
@@ -320,28 +328,24 @@ def mail_threads(*, subject_only: bool = False) -> np.ndarray:
     importer parses, ``annotate.threads``). ``subject_only``: from the subject lines alone,
     which are in the texts both tools read (Message-ID, In-Reply-To and References, which
     ASReview never sees, left out)."""
-    from _setup import corpus_root
-
-    from config.demo import corpus
     from core.parsing.emails import parse_email_bytes
     from core.parsing.mail_threads import ThreadInput, assign_threads, participants
 
     inputs = []
-    for folder in corpus.HAM_FOLDERS:
-        for path in sorted((corpus_root() / folder).iterdir()):
-            parsed = parse_email_bytes(path.read_bytes())
-            row = len(inputs)
-            inputs.append(
-                ThreadInput(
-                    key=row,
-                    message_id="" if subject_only else parsed.message_id,
-                    in_reply_to="" if subject_only else parsed.in_reply_to,
-                    references=() if subject_only else tuple(parsed.references),
-                    subject=parsed.subject,
-                    sort_key=(parsed.date.isoformat() if parsed.date else "~", f"{row:08d}"),
-                    participants=frozenset() if subject_only else participants(parsed.addresses),
-                )
+    for raw in _ham_messages():
+        parsed = parse_email_bytes(raw)
+        row = len(inputs)
+        inputs.append(
+            ThreadInput(
+                key=row,
+                message_id="" if subject_only else parsed.message_id,
+                in_reply_to="" if subject_only else parsed.in_reply_to,
+                references=() if subject_only else tuple(parsed.references),
+                subject=parsed.subject,
+                sort_key=(parsed.date.isoformat() if parsed.date else "~", f"{row:08d}"),
+                participants=frozenset() if subject_only else participants(parsed.addresses),
             )
+        )
     keys = assign_threads(inputs)
     _names, groups = np.unique([keys[row] for row in range(len(inputs))], return_inverse=True)
     return groups.astype(np.int64)
