@@ -9,7 +9,8 @@
 2. The demo collection (SpamAssassin ham, about 4,100 messages): the engine's whole step
    (``ranking.learning_step.learning_step``: read the judgments, train both classifiers, score,
    store the version, queue the next batch; then write the machine labels) after every
-   batch of 10 judgments, against the same floor on the collection's matrix.
+   batch of 10 judgments, against the same floor on the collection's matrix; then the
+   plan's arrays on disk (the latest versions' only) against every version's.
 
     .venv/bin/python bench/active_learning.py [--rows 500000] [--repeat 5] [--skip-demo]
 
@@ -20,6 +21,7 @@
 import argparse
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 from _setup import demo_collection
@@ -192,6 +194,17 @@ def bench_demo(repeat: int) -> None:
     report("demo: the same + machine labels (DB)", steps, base)
     report("demo: train + score inside the step", inner, base)
     print(f"demo: {versions} versions, queue {len(learning_state.plan_state(plan).queued)} waiting")
+    # Disk: the arrays of the latest learning_step.KEEP_VERSIONS versions stay; before, every
+    # version's stayed (rows x 4 bytes per array, two arrays per version here).
+    latest = Path(LearningModel.objects.filter(plan=plan).latest().scores_path)
+    files = list(latest.parent.iterdir())
+    per_version = sum(f.stat().st_size for f in files if f.name.startswith(latest.stem))
+    print(
+        f"demo: arrays on disk {sum(f.stat().st_size for f in files) / 1e3:,.0f} KB in "
+        f"{len(files)} files; every version's would be {per_version * versions / 1e3:,.0f} KB "
+        f"({per_version / 1e3:,.0f} KB per version; at 500,000 messages "
+        f"{per_version / matrix.shape[0] * 500_000 / 1e6:.1f} MB per version)"
+    )
 
 
 def main():

@@ -10,10 +10,14 @@ Django glue around the pure core in ``core.active`` (docs/domain.md §4):
   record it (one version per judgment high-water mark: a task run twice makes one version)
   and top the queue up to the batch being judged plus one batch ahead, within the budget
   (``ranking.learning_queue``);
-- then the unjudged candidates get machine labels from the new version.
+- then the unjudged candidates get machine labels from the new version;
+- and the arrays of versions older than the latest ``KEEP_VERSIONS`` are deleted
+  (``scores_prune``): every reader takes the latest version, and retrained after every
+  judged document a plan over 500,000 messages would otherwise keep 4 MB per judgment.
 """
 
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -122,6 +126,8 @@ def learning_step(*, plan_id: int, judgment_id: int | None = None) -> dict:
         report["machine_labels"] = machine_labels_write(
             plan=plan, model=model, rows=rows, state=state
         )
+    if created:
+        report["pruned"] = scores_prune(plan)
     report["seconds"] = time.perf_counter() - started
     return report
 
@@ -293,6 +299,61 @@ def scores_save(*, path: Path, scores: np.ndarray, others: dict[str, np.ndarray]
         tmp = target.with_suffix(".tmp.npy")
         np.save(tmp, array.astype(np.float32))
         tmp.replace(target)
+
+
+# Versions whose arrays stay on disk: the latest, and two for a reader (the queue's top-up,
+# the stopping page's projection, the machine labels) that read a version's row just before
+# newer ones were recorded. Every reader takes the latest version.
+KEEP_VERSIONS = 3
+# Arrays no recorded version names: a training whose version was never recorded (its worker
+# died between writing and recording) or one still about to record. Deleted once this old.
+UNRECORDED_SECONDS = 3600.0
+_OWNER = re.compile(r"(j\d+-n\d+-s\d+-i\d+)(?:-[a-z]+)?(?:\.tmp)?\.npy")
+
+
+def scores_prune(plan: LearningPlan, *, now: float | None = None) -> int:
+    """Delete the arrays of the plan's versions older than the latest ``KEEP_VERSIONS``, and
+    arrays of no recorded version once ``UNRECORDED_SECONDS`` old; return how many files were
+    deleted. The versions' rows stay (their parameters and counts); only the arrays, which
+    no reader of an older version needs, go."""
+    folder = _scores_dir(plan)
+    try:
+        files = [f for f in folder.iterdir() if _OWNER.fullmatch(f.name)]
+    except FileNotFoundError:
+        return 0
+    latest = list(
+        plan.models.order_by("-version").values_list("version", "scores_path")[:KEEP_VERSIONS]
+    )
+    kept = {Path(p).stem for _v, p in latest}
+    owners = {_OWNER.fullmatch(f.name).group(1) for f in files} - kept
+    if not owners:
+        return 0
+    # Only versions below the kept ones count as recorded: one another worker records while
+    # this runs is newer, and its fresh files wait for UNRECORDED_SECONDS like any other.
+    recorded = (
+        {
+            Path(p).stem
+            for p in plan.models.filter(
+                version__lt=min(v for v, _p in latest),
+                scores_path__in=[str(folder / f"{o}.npy") for o in owners],
+            ).values_list("scores_path", flat=True)
+        }
+        if latest
+        else set()
+    )
+    now = time.time() if now is None else now
+    deleted = 0
+    for f in files:
+        owner = _OWNER.fullmatch(f.name).group(1)
+        if owner in kept:
+            continue
+        try:
+            if owner in recorded or now - f.stat().st_mtime > UNRECORDED_SECONDS:
+                f.unlink()
+                deleted += 1
+        except FileNotFoundError:  # another worker's prune got there first
+            pass
+    return deleted
 
 
 def _record(plan: LearningPlan, trained: dict) -> tuple[LearningModel, bool]:

@@ -128,6 +128,52 @@ def test_the_slow_worker_holds_a_retrain_after_training_and_before_its_version(s
     assert report["model"] == 2
 
 
+def test_only_the_latest_versions_keep_their_arrays_on_disk(setup):
+    """Retrained after every judged document, a plan over a large collection would keep
+    every version's arrays (4 MB per judgment at 500,000 messages); every reader takes the
+    latest version, so the arrays of older ones are deleted, their rows kept."""
+    import os
+    from pathlib import Path
+
+    from tests.learningkit import seed_two_and_two
+
+    project, topic, annotator, truth = setup
+    seed_two_and_two(project, topic, truth)
+    plan = learning_plans.learning_plan_create(
+        project=project, topic=topic, budget=100, candidates=LearningPlan.Candidates.COLLECTION
+    )
+    learning_step.learning_step(plan_id=plan.pk)
+    folder = Path(LearningModel.objects.filter(plan=plan).latest("version").scores_path).parent
+    # A training whose version was never recorded (its worker died), an hour and more ago,
+    # and one still about to be recorded.
+    dead, fresh = folder / "j1-n1-s0-i9.npy", folder / "j2-n2-s0-i9-labels.npy"
+    for f in (dead, fresh):
+        np.save(f, np.zeros(3, dtype=np.float32))
+    os.utime(dead, (time.time() - 7200, time.time() - 7200))
+    for _ in range(8):
+        assert judge_next(project, annotator, truth) is not None
+        report = learning_step.learning_step(plan_id=plan.pk)
+        assert free_documents(plan) == 2
+    versions = list(LearningModel.objects.filter(plan=plan).order_by("-version"))
+    assert len(versions) == 9  # every version's row stays
+    kept = {Path(v.scores_path).stem for v in versions[: learning_step.KEEP_VERSIONS]}
+    on_disk = {f.name for f in folder.iterdir()}
+    # The latest three versions' selection scores and machine-label probabilities, and the
+    # fresh unrecorded array; the older versions' and the dead training's arrays are gone.
+    assert on_disk == {f"{s}.npy" for s in kept} | {f"{s}-labels.npy" for s in kept} | {fresh.name}
+    assert report["pruned"] == 2  # the oldest kept version's two arrays, at the last step
+    latest = versions[0]
+    assert learning_state.scores_usable(latest, learning_state.plan_rows(plan))
+    # What the prune leaves is exactly what readers of the latest versions open.
+    for v in versions[: learning_step.KEEP_VERSIONS]:
+        assert len(np.load(v.scores_path)) == len(
+            np.load(learning_state.scores_beside(v.scores_path, "labels"))
+        )
+    # Once the unrecorded array is old enough, it goes too.
+    assert learning_step.scores_prune(plan, now=time.time() + 7200) == 1
+    assert not fresh.exists() and latest.scores_path and Path(latest.scores_path).exists()
+
+
 def _learning_plan(project, topic, truth, **kw) -> LearningPlan:
     """A plan seeded by interactive search: 2 relevant and 2 non-relevant marks."""
     docs = {d.docid: d for d in Document.objects.filter(collection=project.collection)}
