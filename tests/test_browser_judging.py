@@ -118,6 +118,47 @@ def test_annotator_judges_by_keyboard_keeps_progress_edits_and_sees_only_own_wor
     assert events == [], events
 
 
+def test_the_edit_page_keys_answer_question_2_then_3_and_backspace_restores_the_stored_answer(
+    browser, live_server, project
+):
+    """The edit page has both sensitivity questions pre-filled: y/n/d must still answer
+    question 2 first (before, they always went to question 3, and a change meant for
+    question 2 was saved on question 3), and Backspace put back the stored answer (before,
+    it cleared the question)."""
+    p, alice, _bob = project
+    url = live_server.url
+    events = []
+    page = browser.new_page()
+    watch(page, url, events)
+    login(page, url, "alice", "pw-browser")
+    page.goto(f"{url}/annotate/{p.slug}/judge/")
+    page.keyboard.press("Backspace")  # nothing to undo yet: nothing happens
+    judge_by_keyboard(
+        page, [("2", "y", "n")], stored=lambda: Judgment.objects.filter(annotator=alice).count()
+    )
+    page.keyboard.press("h")
+    page.wait_for_url(f"{url}/annotate/{p.slug}/history/")
+    page.click("text=Change >> nth=0")
+    page.wait_for_selector("form.answers input[name=persona_sensitive][value=yes]:checked")
+    for key in ("0", "n", "y", "Backspace", "Backspace", "d", "Backspace", "n"):
+        page.keyboard.press(key)
+    # 0: relevance; n: question 2 (yes -> no); y: question 3 (no -> yes); Backspace twice:
+    # both back to the stored yes / no; d then Backspace: question 2 yes again; n: question 2.
+    answer = "document.querySelector('form.answers input[name={}]:checked')?.value"
+    assert page.evaluate(answer.format("persona_sensitive")) == "no"
+    assert page.evaluate(answer.format("personal_sensitive")) == "no"
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{url}/annotate/{p.slug}/history/")
+    j = Judgment.objects.get(annotator=alice)
+    assert (j.version, j.relevance, j.persona_sensitive, j.personal_sensitive) == (
+        2,
+        0,
+        "no",
+        "no",
+    )
+    assert events == [], events
+
+
 def test_a_save_made_after_the_session_ended_is_kept_and_sent_after_login(
     browser, live_server, project
 ):

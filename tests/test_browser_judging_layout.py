@@ -199,11 +199,12 @@ def test_the_edit_page_has_the_keys_highlighting_persona_card_and_key_list(
     wait_for(page, "!document.querySelector('dialog[data-keys-help]').open")
     page.keyboard.press("p")
     assert page.evaluate("document.querySelector('[data-persona]').open")
-    # Both sensitivity answers are given already, so y answers question 3 (as when judging).
+    # Both sensitivity answers are given already; y still answers question 2 first, as the
+    # key list says (question 3 is Shift+Y, or a second y).
     for key in ("1", "y", "Enter"):
         page.keyboard.press(key)
     page.wait_for_url(f"{url}/annotate/{project.slug}/history/")
     judgment.refresh_from_db()
-    assert (judgment.version, judgment.relevance, judgment.persona_sensitive) == (2, 1, "no")
-    assert judgment.personal_sensitive == "yes"
+    assert (judgment.version, judgment.relevance, judgment.persona_sensitive) == (2, 1, "yes")
+    assert judgment.personal_sensitive == "no"
     assert errors == []

@@ -33,6 +33,7 @@
   const form = () => current.querySelector("form.answers");
 
   function startTask() {
+    forgetAnswers();  // Backspace and y/n/d start afresh on each task
     active = 0;
     lastTick = Date.now();
     lastActivity = Date.now();
@@ -294,15 +295,46 @@
   // --- keyboard
   const ORDER = ["persona_sensitive", "personal_sensitive"];
   const YND = { y: "yes", n: "no", d: "dont_know" };
-  const answered = [];
+  // This task's answers given on this page, latest last, each with the value it replaced
+  // (Backspace puts that back: nothing on a new task, the stored answer on the edit page).
+  // y/n/d answer the first of ORDER not answered here yet, so on the edit page, where
+  // both are pre-filled, they still go to question 2 first, then question 3.
+  let answered = [];
+  const touched = new Set();
+
+  function checked(f, name) {
+    return f.querySelector(`input[name="${name}"]:checked`)?.value ?? null;
+  }
 
   function choose(name, value) {
-    const input = form()?.querySelector(`input[name="${name}"][value="${value}"]`);
-    if (input) { input.checked = true; answered.push(name); clearError(input.closest("fieldset")); }
+    const f = form();
+    const input = f?.querySelector(`input[name="${name}"][value="${value}"]`);
+    if (!input) return;
+    answered.push({ name, before: checked(f, name) });
+    touched.add(name);
+    input.checked = true;
+    clearError(input.closest("fieldset"));
+  }
+
+  function undo() {
+    const f = form();
+    const last = answered.pop();
+    if (!f || !last) return;
+    f.querySelectorAll(`input[name="${last.name}"]`).forEach((i) => {
+      i.checked = i.value === last.before;
+    });
+    if (!answered.some((a) => a.name === last.name)) touched.delete(last.name);
+  }
+
+  function forgetAnswers() {
+    answered = [];
+    touched.clear();
   }
 
   document.addEventListener("change", (e) => {
-    if (e.target.type === "radio") clearError(e.target.closest("fieldset[data-question]"));
+    if (e.target.type !== "radio") return;
+    touched.add(e.target.name);  // answered by mouse: the keys go on to the next question
+    clearError(e.target.closest("fieldset[data-question]"));
   });
 
   document.addEventListener("submit", (e) => {
@@ -339,13 +371,12 @@
     } else if (["0", "1", "2"].includes(e.key)) {
       choose("relevance", e.key);
     } else if (YND[e.key]) {
-      const target = ORDER.find((name) => !f.querySelector(`input[name=${name}]:checked`)) || ORDER[1];
+      const target = ORDER.find((name) => !touched.has(name)) || ORDER[1];
       choose(target, YND[e.key]);
     } else if (e.key === "Y" || e.key === "N" || e.key === "D") {
       choose("personal_sensitive", YND[e.key.toLowerCase()]);
     } else if (e.key === "Backspace") {
-      const name = answered.pop();
-      f.querySelectorAll(`input[name=${name}]`).forEach((i) => { i.checked = false; });
+      undo();
     } else if (e.key === "Enter") {
       submitCurrent();
     } else if (e.key === "c") {
