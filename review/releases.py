@@ -49,9 +49,14 @@ def review_decide(
     kind: str,
     until: date | None = None,
     note: str = "",
+    seen: int | None = None,
 ) -> Decision:
     """Record a decision, resolve every pending request for the document and persona, and
-    ask for a retrain after ``retrain_every`` new decisions."""
+    ask for a retrain after ``retrain_every`` new decisions.
+
+    ``seen``: the latest decision on the document and persona the archivist's page showed
+    (its id, 0: none). A decision recorded since (in another tab, by another archivist) is
+    not overturned unseen: ``DecisionError`` names it, and the page shows it."""
     _decision_check(kind=kind, until=until, note=note)
     now = timezone.now()
     p, _version = sensitivity_scores(collection=document.collection, persona=persona)
@@ -61,6 +66,8 @@ def review_decide(
         Decision.Kind.NOT_RELEVANT: ReviewRequest.Status.NOT_RELEVANT,
     }[kind]
     with transaction.atomic():
+        if seen is not None:
+            _not_decided_since(persona=persona, document=document, seen=seen)
         decision = Decision.objects.create(
             persona=persona,
             document=document,
@@ -86,6 +93,26 @@ def review_decide(
         )
         _retrain_when_due(archivist, persona, document.collection)
     return decision
+
+
+def _not_decided_since(*, persona: Persona, document: Document, seen: int) -> None:
+    """Refuse a decision made on a page older than the document's latest decision. The
+    document's row is locked first, so two pages deciding at once take turns and the second
+    sees the first's decision."""
+    list(Document.objects.select_for_update().filter(pk=document.pk).values_list("pk"))
+    since = (
+        Decision.objects.filter(persona=persona, document=document, id__gt=seen)
+        .select_related("decided_by")
+        .order_by("-id")
+        .first()
+    )
+    if since is not None:
+        when = timezone.localtime(since.decided_at).strftime("%Y-%m-%d %H:%M")
+        raise DecisionError(
+            f"Not recorded: {since.decided_by.username} decided “{since.get_kind_display()}” "
+            f"on this document for {persona.name} at {when}, after this page was shown. "
+            "It is shown below; decide again if it should change."
+        )
 
 
 @dataclass
@@ -178,7 +205,13 @@ def review_decide_group(
 
 
 def release_with_elsewhere(
-    *, archivist, persona: Persona, document: Document, choice: str, note: str = ""
+    *,
+    archivist,
+    persona: Persona,
+    document: Document,
+    choice: str,
+    note: str = "",
+    seen: int | None = None,
 ) -> Decision:
     """Release a document holding strings redacted elsewhere, as a person chose: ``redact``
     them here too (a new redaction version), or ``show`` them (a version that records the
@@ -202,7 +235,12 @@ def release_with_elsewhere(
                 user=archivist, persona=persona, document=document, texts=[e["text"] for e in held]
             )
         return review_decide(
-            archivist=archivist, persona=persona, document=document, kind="release", note=note
+            archivist=archivist,
+            persona=persona,
+            document=document,
+            kind="release",
+            note=note,
+            seen=seen,
         )
 
 
@@ -215,6 +253,7 @@ def review_decide_document(
     until: date | None = None,
     note: str = "",
     elsewhere: str = "",
+    seen: int | None = None,
 ) -> Decision:
     """Record the archivist's decision on one document from its review page. A document
     holding words redacted in another document is never released silently: its release
@@ -231,6 +270,7 @@ def review_decide_document(
             kind=kind,
             until=until,
             note=note,
+            seen=seen,
         )
     if elsewhere not in ("redact", "show"):
         words = ", ".join(f"“{e['text']}”" for e in held)
@@ -239,7 +279,12 @@ def review_decide_document(
             "to redact it here too, or to release it readable."
         )
     return release_with_elsewhere(
-        archivist=archivist, persona=persona, document=document, choice=elsewhere, note=note
+        archivist=archivist,
+        persona=persona,
+        document=document,
+        choice=elsewhere,
+        note=note,
+        seen=seen,
     )
 
 
@@ -253,6 +298,7 @@ def review_redact_release(
     reason: str,
     until: date | None = None,
     note: str = "",
+    seen: int | None = None,
 ) -> redaction.Redaction:
     """Release a redacted copy of the document: the spans ticked (``field``, ``start``,
     ``end``, ``kind``) and every writing of the phrases typed (at most 100), all with the
@@ -277,6 +323,8 @@ def review_redact_release(
     if not spans:
         raise redaction.RedactionError("Choose the spans to redact, or type the words, first.")
     with transaction.atomic():
+        if seen is not None:  # before the redaction is saved
+            _not_decided_since(persona=persona, document=document, seen=seen)
         made = redaction.redaction_save(
             archivist=archivist,
             persona=persona,

@@ -20,7 +20,7 @@ from annotate.exports import csv_safe
 from annotate.models import Collection
 from core import explain, lucene
 from core.highlight import query_stems
-from core.params import id_params
+from core.params import id_param, id_params
 from ranking.classifier import stored_scores
 from ranking.services import result_snippet
 from review import copies, exposure, redaction, releases, selectors, services
@@ -269,6 +269,12 @@ def item(request, persona_id, document_id):
             "queries": selectors.exposing_queries(document=doc, persona=persona),
             "exposure": {**_exposure_context(doc, persona, found, publication), "ask": True},
             "earlier": selectors.decisions_on(document=doc, persona=persona),
+            # What the page saw: a decision recorded after it is not overturned unseen.
+            "seen_decision": Decision.objects.filter(persona=persona, document=doc)
+            .order_by("-id")
+            .values_list("id", flat=True)
+            .first()
+            or 0,
             "tomorrow": _tomorrow(),
         },
     )
@@ -393,6 +399,7 @@ def redact(request, persona_id, document_id):
             phrases=[p.strip() for p in request.POST.get("phrases", "").splitlines() if p.strip()],
             reason=request.POST.get("reason", ""),
             note=request.POST.get("note", ""),
+            seen=_seen_decision(request),
         )
     except (redaction.RedactionError, releases.DecisionError) as exc:
         messages.error(request, str(exc))
@@ -513,6 +520,12 @@ def _decision_fields(request) -> dict:
     }
 
 
+def _seen_decision(request) -> int | None:
+    """The latest decision the review page showed (``seen_decision``; 0: none), or None
+    from a form without it."""
+    return id_param(request.POST.get("seen_decision", ""))
+
+
 def _group_pairs(values) -> list[tuple[int, int]]:
     """``persona-document`` id pairs of a group (repeated ``item`` parameter), in order,
     each once, at most 200; anything else in the list is ignored."""
@@ -599,6 +612,7 @@ def decide(request, persona_id, document_id):
             persona=persona,
             document=doc,
             elsewhere=request.POST.get("elsewhere", ""),
+            seen=_seen_decision(request),
             **_decision_fields(request),
         )
     except (releases.DecisionError, redaction.RedactionError) as exc:

@@ -69,3 +69,76 @@ def test_an_end_date_starts_tomorrow_in_the_form_and_on_the_server(published, lo
         {"kind": "withhold", "until": tomorrow.isoformat()},
     )
     assert Decision.objects.get(document=doc).until == tomorrow
+
+
+def _seen(page: str) -> str:
+    import re
+
+    values = set(re.findall(r'name="seen_decision" value="(\d+)"', page))
+    assert len(values) == 1, values  # the decision form and the redaction form agree
+    return values.pop()
+
+
+def test_a_decision_from_a_page_older_than_the_latest_decision_is_refused_and_named(
+    published, login, users
+):
+    """Two tabs on one document: tab A releases, then tab B (shown before A's release)
+    withholds. Before, both were stored and B's silently overturned A's; now B is refused,
+    the message names A's decision, and the page it returns to shows it."""
+    persona, doc = _uncertain(published)
+    archivist = login(users["archivist"])
+    item = reverse("review-item", args=[persona.pk, doc.pk])
+    tab_a = _seen(archivist.get(item).content.decode())
+    tab_b = _seen(archivist.get(item).content.decode())
+    assert tab_a == tab_b == "0"
+    decide = reverse("review-decide", args=[persona.pk, doc.pk])
+    archivist.post(decide, {"kind": "release", "seen_decision": tab_a})
+    r = archivist.post(decide, {"kind": "withhold", "seen_decision": tab_b}, follow=True)
+    html = r.content.decode()
+    assert "Not recorded: arch decided “Release” on this document" in html
+    assert [d.kind for d in Decision.objects.filter(document=doc)] == ["release"]
+    # The page it comes back to carries the release as seen: deciding again is a choice.
+    again = _seen(html)
+    assert again == str(Decision.objects.get(document=doc).pk)
+    archivist.post(decide, {"kind": "withhold", "seen_decision": again})
+    assert [d.kind for d in Decision.objects.filter(document=doc).order_by("id")] == [
+        "release",
+        "withhold",
+    ]
+    # The redaction form too: nothing redacted, nothing released from a stale page.
+    r = archivist.post(
+        reverse("review-redact", args=[persona.pk, doc.pk]),
+        {"phrases": doc.body.split()[0], "reason": "financial", "seen_decision": again},
+        follow=True,
+    )
+    assert "Not recorded: arch decided “Withhold”" in r.content.decode()
+    assert not Redaction.objects.exists() and Decision.objects.filter(document=doc).count() == 2
+
+
+@pytest.mark.needs_postgres("row locks: two pages deciding at once")
+def test_pages_deciding_one_document_at_once_record_one_decision(
+    transactional_db, published, users
+):
+    """Eight pages shown before any decision, all deciding at the same moment: the document's
+    row lock makes them take turns, so one is recorded and seven are refused (without the
+    lock, several pass the check before any has inserted)."""
+    import threading
+
+    from review import releases
+    from tests.stormkit import run_threads
+
+    persona, doc = _uncertain(published)
+    start = threading.Barrier(8)
+    refused = []
+
+    def decide(kind):
+        start.wait()
+        try:
+            releases.review_decide(
+                archivist=users["archivist"], persona=persona, document=doc, kind=kind, seen=0
+            )
+        except releases.DecisionError:
+            refused.append(kind)
+
+    run_threads(decide, [("release" if i % 2 else "withhold",) for i in range(8)])
+    assert Decision.objects.filter(document=doc).count() == 1 and len(refused) == 7
