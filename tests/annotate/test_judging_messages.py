@@ -2,6 +2,7 @@
 tasks created, a message re-served by the production round after training, the true reason
 no task waits or a skipped task cannot be taken back, and guidelines or their absence."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -202,3 +203,23 @@ def test_the_demo_active_learning_project_has_the_demo_guidelines(
     project = AnnotationProject.objects.get(name="Demo active learning")
     assert project.guidelines == (demo.DEMO_DIR / "guidelines.md").read_text()
     assert "Question 2 - would the persona consider it sensitive?" in project.guidelines
+
+
+def test_judge_it_now_shows_the_task_taken_back_first(make_project, login):
+    """The page holds a task and a preload; the annotator skips the one shown, then takes it
+    back from the history ("Judge it now"): the page shows that task, not the preload (its
+    lease is the newest, and the page showed the oldest first)."""
+    project, (a, _b) = make_project(n_tasks=4, overlap=1)
+    client = login(a)
+    shown = judgments.task_claim(user=a, project=project)
+    preload = judgments.task_claim(user=a, project=project, skip_task_ids=(shown.task_id,))
+    judgments.task_skip(user=a, task_id=shown.task_id, reason="come back later")
+    another = judgments.task_claim(user=a, project=project, skip_task_ids=(preload.task_id,))
+    response = client.post(reverse("judge-resume", args=[project.slug, shown.task_id]))
+    assert response.status_code == 302
+    page = client.get(response["Location"]).content.decode()
+    order = [int(t) for t in re.findall(r'data-task-id="(\d+)"', page)]
+    assert order == [shown.task_id, preload.task_id], (order, another.task_id)
+    # Without the parameter, the oldest live lease first, as before.
+    page = client.get(reverse("judge", args=[project.slug])).content.decode()
+    assert [int(t) for t in re.findall(r'data-task-id="(\d+)"', page)][0] == preload.task_id
