@@ -146,6 +146,21 @@ def test_at_1280x720_every_question_and_save_are_on_screen_and_the_keys_save(
     assert "Question 2 - would the persona consider it sensitive?" in page.inner_text("#guidelines")
     page.keyboard.press("Escape")
     wait_for(page, "!document.querySelector('#guidelines').open")
+
+    # At 720 px the topic card shows little more than the title (the questions and the save
+    # button keep their place): o opens the whole topic, narrative included, on screen.
+    narrative = "Announcements of the release, and problems with other Red Hat versions"
+    card = page.locator("#current .topic-card")
+    assert not card.evaluate("c => c.scrollHeight <= c.clientHeight"), "the card is clipped"
+    page.keyboard.press("o")
+    wait_for(page, "!!document.querySelector('#current dialog[data-topic]')?.open")
+    assert narrative in page.inner_text("#current dialog[data-topic]")
+    assert _off_screen(page, ["#current dialog[data-topic]"]) == []
+    page.keyboard.press("Escape")
+    wait_for(page, "!document.querySelector('#current dialog[data-topic]').open")
+    page.click("button[data-toggle=topic]")  # the same from the page's bar
+    wait_for(page, "!!document.querySelector('#current dialog[data-topic]')?.open")
+    page.keyboard.press("Escape")
     assert errors == []
 
 

@@ -349,6 +349,11 @@
     if (g.open) g.close(); else g.showModal();
   }
 
+  function openTopic() {
+    const t = current.querySelector("dialog[data-topic]");
+    if (t && !t.open) t.showModal();
+  }
+
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey) {
       if (e.key === "Enter" && e.target.name === "comment") { e.preventDefault(); submitCurrent(); }
@@ -381,6 +386,8 @@
       submitCurrent();
     } else if (e.key === "c") {
       f.elements.comment.focus();
+    } else if (e.key === "o" && current.querySelector("dialog[data-topic]")) {
+      openTopic();
     } else if (e.key === "p") {
       const p = current.querySelector("[data-persona]");
       p.open = !p.open;
@@ -400,6 +407,7 @@
 
   document.addEventListener("click", (e) => {
     if (e.target.closest("[data-toggle=guidelines]")) toggleGuidelines();
+    if (e.target.closest("[data-toggle=topic]")) openTopic();
   });
 
   startTask();
