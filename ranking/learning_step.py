@@ -292,12 +292,20 @@ def scores_save(*, path: Path, scores: np.ndarray, others: dict[str, np.ndarray]
     here loses the retrain, which the next step runs again (the fault tests hold a retrain
     open at this point, ``tests/slowworker.py``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    for array, target in (
-        *((a, scores_beside(path, kind)) for kind, a in others.items()),
-        (scores, path),
+    # What orders a pick keeps float64 (the selection scores: CAL takes the highest, ties by
+    # row; P(sensitive): the sensitivity strategy takes the nearest 0.5): float32 made
+    # candidates the picker told apart equal (1 of 90 simulated screenings moved by 5
+    # documents, docs/active-learning.md). The machine labels' P(relevant), thresholded at
+    # 0.5 and shown, keeps float32.
+    for array, target, dtype in (
+        *(
+            (a, scores_beside(path, kind), np.float32 if kind == "labels" else np.float64)
+            for kind, a in others.items()
+        ),
+        (scores, path, np.float64),
     ):
         tmp = target.with_suffix(".tmp.npy")
-        np.save(tmp, array.astype(np.float32))
+        np.save(tmp, np.asarray(array).astype(dtype))
         tmp.replace(target)
 
 
