@@ -271,6 +271,18 @@ class Job(models.Model):
         return self.status == self.Status.FAILED
 
     @property
+    def status_label(self) -> str:
+        """The status as the pages say it: an import that stored rows and refused others
+        "finished with errors" (its rows are kept), not "failed"."""
+        report = self.report if isinstance(self.report, dict) else {}
+        stored = sum(
+            v for v in (report.get("created"), report.get("updated")) if isinstance(v, int)
+        )
+        if self.is_failed and stored > 0:
+            return "Finished with errors"
+        return self.get_status_display()
+
+    @property
     def percent(self) -> int:
         if not self.progress_total:
             return 100 if self.is_finished else 0

@@ -174,3 +174,33 @@ def test_a_job_whose_worker_died_is_queued_again_for_another_worker(
         assert len(sent) == (0 if n == jobs.REQUEUES else 1)
     dead.refresh_from_db()
     assert dead.status == Job.Status.FAILED and dead.params["requeued"] == jobs.REQUEUES
+
+
+def test_an_import_that_stored_rows_and_refused_others_finished_with_errors(
+    login, users, collection, tmp_path
+):
+    """A qrels file with one good line and one unknown document: the good judgment is
+    stored, so the job's page says "Finished with errors", not "Failed" (which read as
+    nothing stored); an import that stored nothing still says "Failed"."""
+    from annotate import services
+    from annotate.models import Document, Topic
+    from tests.conftest import SAMPLE
+
+    services.import_run(collection=collection, fmt="emails", path=SAMPLE)
+    Topic.objects.create(collection=collection, number="7", title="t")
+    docid = Document.objects.filter(collection=collection).values_list("docid", flat=True)[0]
+    lead = login(users["lead"])
+
+    def job_page(name: str, lines: str) -> str:
+        path = tmp_path / name
+        path.write_text(lines)
+        job = Job.objects.create(kind=Job.Kind.IMPORT, collection=collection)
+        report = services.import_run(collection=collection, fmt="qrels-trec", path=path)
+        jobs.job_finish(job=job, ok=report.ok, message=report.summary(), report=report.as_dict())
+        return lead.get(reverse("job-detail", args=[job.pk])).content.decode()
+
+    html = job_page("a.txt", f"7 0 {docid} 1\n7 0 no-such-message 1\n")
+    assert '<strong class="error">Finished with errors</strong>' in html
+    assert "1 created" in html and "1 error" in html
+    html = job_page("b.txt", "7 0 no-such-message 2\n")
+    assert '<strong class="error">Failed</strong>' in html and "0 created" in html
