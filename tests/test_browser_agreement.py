@@ -70,6 +70,15 @@ def test_training_round_agreement_adjudication_and_export(browser, live_server, 
     login(page, url, "lea", "pw-browser")
     page.goto(f"{url}/annotate/{project.slug}/agreement/")
     page.wait_for_load_state("networkidle")
+    # A comment typed as one unbroken run with a right-to-left override in it: it wraps
+    # (before, it widened the page to 3,188 px) and its direction stays inside it. (Written
+    # while no request runs: the in-memory SQLite of these tests locks a table per writer.)
+    said = "x" * 300 + "\u202eright to left"
+    Judgment.objects.filter(annotator__username="alice").update(comment=said)
+    page.reload()
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
+    assert page.locator("section.disagreement bdi.said").first.inner_text() == said
     cell = page.locator("tr[data-facet=relevance] td.kappa").first
     assert cell.inner_text().strip() == f"{kappa:.3f}"
     disagreements = page.locator("section.disagreement")
