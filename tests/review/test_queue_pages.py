@@ -66,7 +66,7 @@ def test_the_queue_groups_threads_and_shows_sender_date_snippet_and_why(
         "“pay rise”",
         "2 searches waiting",
         "for 30\xa0minutes;",  # the first of its searches asked 30 minutes ago
-        "P(sensitive) 0.50 from classifier v1, inside the band 0.20–0.80",
+        "P(sensitive) 0.500 from classifier v1, inside the band [0.2, 0.8)",
     ):
         assert (text in section) is (text != "quoted"), text
     if a.date:
