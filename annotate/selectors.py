@@ -337,7 +337,7 @@ def judgments_for_user(
 ) -> QuerySet[Judgment]:
     """Return the user's own judgments in a project, newest first."""
     qs = Judgment.objects.filter(annotator=user, task__project=project).select_related(
-        "task__document", "task__topic", "task__persona"
+        "task__document", "task__topic", "task__persona", "task__round"
     )
     if topic_id is not None:
         qs = qs.filter(task__topic_id=topic_id)

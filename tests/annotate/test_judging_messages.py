@@ -223,3 +223,34 @@ def test_judge_it_now_shows_the_task_taken_back_first(make_project, login):
     # Without the parameter, the oldest live lease first, as before.
     page = client.get(reverse("judge", args=[project.slug])).content.decode()
     assert [int(t) for t in re.findall(r'data-task-id="(\d+)"', page)][0] == preload.task_id
+
+
+def test_the_history_names_each_judgments_round_and_shows_its_comment(make_project, login):
+    """A message judged in the training round and again in production appeared twice,
+    alike, in the history; each row now says its round, and the comment given."""
+    project, (a, _b) = make_project(n_tasks=1, kind=Round.Kind.TRAINING)
+    production = projects.round_open(project=project, kind=Round.Kind.PRODUCTION)
+    projects.project_tasks_add(
+        project=project,
+        round_=production,
+        topic=project.topics.get(),
+        persona=project.personas.get(),
+        documents=[Task.objects.get().document],
+    )
+    for n, comment in ((1, "first look"), (2, "<b>again</b> in production")):
+        claimed = judgments.task_claim(user=a, project=project)
+        judgments.judgment_submit(
+            user=a,
+            task_id=claimed.task_id,
+            idempotency_key=f"h{n}",
+            answers=judgments.Answers(**{**ANSWERS, "comment": comment}),
+            active_seconds=3.0,
+            started_at=timezone.now() - timedelta(seconds=5),
+        )
+    page = " ".join(
+        login(a).get(reverse("judging-history", args=[project.slug])).content.decode().split()
+    )
+    assert '<td>1 <span class="muted">training</span></td>' in page
+    assert '<td>2 <span class="muted">production</span></td>' in page
+    assert 'Your comment: <bdi class="said">first look</bdi>' in page
+    assert "&lt;b&gt;again&lt;/b&gt; in production" in page
