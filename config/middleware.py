@@ -5,6 +5,7 @@ import logging
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 from django.http import HttpResponse
+from django.shortcuts import render
 
 from config.api import api_error, is_api
 
@@ -46,9 +47,7 @@ class NullCharacterMiddleware:
                     message = f"The parameter {name[:80]!r} holds a NUL character."
                     if is_api(request):
                         return api_error("invalid", message, 400)
-                    return HttpResponse(
-                        message, status=400, content_type="text/plain; charset=utf-8"
-                    )
+                    return render(request, "400.html", {"message": message}, status=400)
         return self.get_response(request)
 
 
