@@ -121,13 +121,15 @@ def _view(e, d, names):
 
 def _decision(e, d, names):
     until = f" until {d['until']}" if d.get("until") else ""
+    note = f": “{str(d['note'])[:200]}”" if d.get("note") else ""
     return format_html(
-        "{} decided <em>{}</em>{} on {} for persona {}",
+        "{} decided <em>{}</em>{} on {} for persona {}{}",
         _who(e),
         str(d.get("kind", "")).replace("_", " "),
         until,
         _doc_link(e.document),
         names.persona(d.get("persona")),
+        note,
     )
 
 

@@ -90,6 +90,7 @@ def review_decide(
             until=until.isoformat() if until else None,
             persona=persona.pk,
             requests=resolved,
+            note=note,
         )
         _retrain_when_due(archivist, persona, document.collection)
     return decision

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import never_cache
@@ -607,7 +608,7 @@ def decide(request, persona_id, document_id):
     """Record the archivist's decision on a document (release, withhold, not relevant)."""
     persona, doc = _found(selectors.review_pair(persona_id=persona_id, document_id=document_id))
     try:
-        releases.review_decide_document(
+        decision = releases.review_decide_document(
             archivist=request.user,
             persona=persona,
             document=doc,
@@ -619,7 +620,8 @@ def decide(request, persona_id, document_id):
         messages.error(request, str(exc))
         return redirect("review-item", persona_id=persona.pk, document_id=doc.pk)
     done = _DONE.get(request.POST["kind"], "Decided on")
-    what = f"{done} “{doc.subject or '(no subject)'}” ({doc.docid}) for {persona.name}."
+    until = f" until {decision.until.isoformat()}" if decision.until else ""
+    what = f"{done} “{doc.subject or '(no subject)'}” ({doc.docid}) for {persona.name}{until}."
     nxt = selectors.review_queue(order=_queue_order(request), limit=1)
     messages.success(request, what + (" Below: the next document in the queue." if nxt else ""))
     return _next_in_queue(request, nxt)
@@ -651,6 +653,10 @@ def reopen(request, persona_id, document_id):
         messages.error(request, str(exc))
     else:
         messages.success(request, "Reopened: the document will be asked about again if uncertain.")
+    # Back to the list as the lead filtered it.
+    kind = request.POST.get("kind", "")
+    if kind in Decision.Kind.values:
+        return redirect(f"{reverse('review-decisions')}?kind={kind}")
     return redirect("review-decisions")
 
 

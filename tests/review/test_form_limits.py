@@ -64,11 +64,13 @@ def test_an_end_date_starts_tomorrow_in_the_form_and_on_the_server(published, lo
     )
     assert "The end date must be a date (YYYY-MM-DD), not “next week”" in r.content.decode()
     assert not Redaction.objects.exists() and not Decision.objects.exists()
-    archivist.post(
+    r = archivist.post(
         reverse("review-decide", args=[persona.pk, doc.pk]),
         {"kind": "withhold", "until": tomorrow.isoformat()},
+        follow=True,
     )
     assert Decision.objects.get(document=doc).until == tomorrow
+    assert f"for {persona.name} until {tomorrow.isoformat()}." in r.content.decode()
 
 
 def _seen(page: str) -> str:

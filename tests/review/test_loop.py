@@ -246,15 +246,27 @@ def test_a_lead_reopens_a_decision_and_the_document_is_asked_about_again(publish
     first = _search(searcher, c, "razor")
     doc = ReviewRequest.objects.filter(search=first).order_by("rank").first().document
     releases.review_decide(
-        archivist=users["archivist"], persona=persona, document=doc, kind="withhold"
+        archivist=users["archivist"],
+        persona=persona,
+        document=doc,
+        kind="withhold",
+        note="names a colleague's illness",
     )
     again = _search(searcher, c, "razor")
     assert not ReviewRequest.objects.filter(search=again, document=doc).exists()
     lead = login(users["lead"])
+    # The audit log says why the archivist decided (the note).
+    log = lead.get(reverse("audit-log")).content.decode()
+    assert "“names a colleague&#x27;s illness”" in log
     listing = lead.get(reverse("review-decisions"), {"kind": "withhold"}).content.decode()
     assert reverse("review-reopen", args=[persona.pk, doc.pk]) in listing
-    r = lead.post(reverse("review-reopen", args=[persona.pk, doc.pk]), {"note": "too strict"})
-    assert r.status_code == 302
+    assert '<input type="hidden" name="kind" value="withhold">' in listing
+    r = lead.post(
+        reverse("review-reopen", args=[persona.pk, doc.pk]),
+        {"note": "too strict", "kind": "withhold"},
+    )
+    # Back to the list as it was filtered.
+    assert r.status_code == 302 and r["Location"] == reverse("review-decisions") + "?kind=withhold"
     assert AuditEvent.objects.filter(action="reopen", document=doc).exists()
     assert (
         reverse("review-reopen", args=[persona.pk, doc.pk])
