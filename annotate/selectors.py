@@ -157,7 +157,7 @@ def collection_stats(*, collection: Collection) -> dict:
 def projects_for_user(user) -> QuerySet[AnnotationProject]:
     """Leads see every project; annotators the projects they are members of."""
     if roles.has_role(user, roles.LEAD):
-        return AnnotationProject.objects.all()
+        return AnnotationProject.objects.select_related("collection")
     if roles.has_role(user, roles.ANNOTATOR):
         return AnnotationProject.objects.filter(annotators=user)
     return AnnotationProject.objects.none()

@@ -174,3 +174,18 @@ def test_the_api_docs_lead_back_to_the_app(login, users):
     assert response.status_code == 200
     assert f'<a href="{reverse("home")}">← Back to sasc</a>' in html
     assert 'id="swagger-ui"' in html
+
+
+def test_a_leads_home_lists_the_projects_with_their_pages(login, users, make_project):
+    """The lead's start page named collections and review pages but no project: the
+    projects were only under Annotation."""
+    project, _annotators = make_project(n_tasks=2)
+    html = login(users["lead"]).get(reverse("home")).content.decode()
+    assert f"<strong>{project.name}</strong>" in html
+    for name in ("judging-dashboard", "agreement", "learning", "project-export"):
+        assert reverse(name, args=[project.slug]) in html, name
+    # An annotator's home is unchanged: their projects, to judge.
+    annotator = project.annotators.first()
+    html = login(annotator).get(reverse("home")).content.decode()
+    assert reverse("judging-dashboard", args=[project.slug]) not in html
+    assert reverse("judge", args=[project.slug]) in html
