@@ -628,9 +628,10 @@ def decide(request, persona_id, document_id):
 
 
 @require_safe
-@lead_required
+@roles.role_required(roles.ARCHIVIST, roles.LEAD)
 def decisions(request):
-    """Decisions in force, for a lead to review and reopen."""
+    """Decisions in force: a lead reviews and reopens them; an archivist finds one made in
+    error, to ask a lead to reopen it."""
     kind = request.GET.get("kind", "")
     kinds = [(k, label) for k, label in Decision.Kind.choices if k != Decision.Kind.REOPEN]
     return render(

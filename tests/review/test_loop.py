@@ -278,11 +278,23 @@ def test_a_lead_reopens_a_decision_and_the_document_is_asked_about_again(publish
         releases.review_reopen(lead=users["lead"], persona=persona, document=doc)
     for role in ("searcher", "archivist", "annotator"):
         client = login(users[role])
-        assert client.get(reverse("review-decisions")).status_code in (403, 404)
+        if role != "archivist":
+            assert client.get(reverse("review-decisions")).status_code in (403, 404)
         assert client.post(reverse("review-reopen", args=[persona.pk, doc.pk])).status_code in (
             403,
             404,
         )
+    # An archivist finds the decisions in force (a wrong one of theirs, to ask a lead to
+    # reopen) but is offered no Reopen, and no lead-only pages.
+    releases.review_decide(
+        archivist=users["archivist"], persona=persona, document=doc, kind="withhold"
+    )
+    archivist = login(users["archivist"])
+    listing = archivist.get(reverse("review-decisions")).content.decode()
+    assert doc.subject[:30] in listing and ">arch<" in listing
+    assert reverse("review-reopen", args=[persona.pk, doc.pk]) not in listing
+    assert reverse("review-redactions") not in listing and "ask one" in listing
+    assert reverse("review-decisions") in archivist.get(reverse("home")).content.decode()
 
 
 def test_the_loop_report_says_of_how_many_searches_its_newest_are(published, login, users):
