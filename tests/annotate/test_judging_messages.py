@@ -30,18 +30,24 @@ def _next(client, project):
     return client.post(reverse("judge-next", args=[project.slug]))
 
 
-def test_progress_counts_judgments_and_says_how_tasks_and_extra_judgments_add_up(
-    make_project, login
-):
-    project, (a, _b) = make_project(n_tasks=6, kind=Round.Kind.TRAINING)
+def _production_round(project, documents):
+    """Open a production round after the project's training round, on ``documents``."""
     production = projects.round_open(project=project, kind=Round.Kind.PRODUCTION)
     projects.project_tasks_add(
         project=project,
         round_=production,
         topic=project.topics.get(),
         persona=project.personas.get(),
-        documents=list(Document.objects.order_by("id")[:4]),
+        documents=documents,
     )
+    return production
+
+
+def test_progress_counts_judgments_and_says_how_tasks_and_extra_judgments_add_up(
+    make_project, login
+):
+    project, (a, _b) = make_project(n_tasks=6, kind=Round.Kind.TRAINING)
+    _production_round(project, list(Document.objects.order_by("id")[:4]))
     # 6 training tasks judged by both annotators, 4 production tasks by one: 10 tasks,
     # 16 judgments, as the demo's 155 tasks needed 185.
     progress = selectors.judging_progress(user=a, project=project, task_id=None)
@@ -62,14 +68,7 @@ def test_a_message_judged_in_training_is_announced_when_production_serves_it_aga
 ):
     project, (a, b) = make_project(n_tasks=1, kind=Round.Kind.TRAINING)
     training_task = Task.objects.get()
-    production = projects.round_open(project=project, kind=Round.Kind.PRODUCTION)
-    projects.project_tasks_add(
-        project=project,
-        round_=production,
-        topic=training_task.topic,
-        persona=training_task.persona,
-        documents=[training_task.document],
-    )
+    _production_round(project, [training_task.document])
     client = login(a)
     first = _next(client, project).content.decode()
     assert "You judged this message in the training round" not in first
@@ -229,14 +228,7 @@ def test_the_history_names_each_judgments_round_and_shows_its_comment(make_proje
     """A message judged in the training round and again in production appeared twice,
     alike, in the history; each row now says its round, and the comment given."""
     project, (a, _b) = make_project(n_tasks=1, kind=Round.Kind.TRAINING)
-    production = projects.round_open(project=project, kind=Round.Kind.PRODUCTION)
-    projects.project_tasks_add(
-        project=project,
-        round_=production,
-        topic=project.topics.get(),
-        persona=project.personas.get(),
-        documents=[Task.objects.get().document],
-    )
+    _production_round(project, [Task.objects.get().document])
     for n, comment in ((1, "first look"), (2, "<b>again</b> in production")):
         claimed = judgments.task_claim(user=a, project=project)
         judgments.judgment_submit(
