@@ -66,8 +66,14 @@ def review_decide(
         Decision.Kind.NOT_RELEVANT: ReviewRequest.Status.NOT_RELEVANT,
     }[kind]
     with transaction.atomic():
+        _lock_document(document)
         if seen is not None:
-            _not_decided_since(persona=persona, document=document, seen=seen)
+            again = _not_decided_since(persona=persona, document=document, seen=seen)
+            mine = again is not None and again.decided_by_id == archivist.pk
+            if mine and (again.kind, again.until) == (kind, until):
+                return again  # the same decision sent twice (a second click): recorded once
+            if again is not None:
+                raise _decided_since(again, persona)
         decision = Decision.objects.create(
             persona=persona,
             document=document,
@@ -96,24 +102,52 @@ def review_decide(
     return decision
 
 
-def _not_decided_since(*, persona: Persona, document: Document, seen: int) -> None:
-    """Refuse a decision made on a page older than the document's latest decision. The
-    document's row is locked first, so two pages deciding at once take turns and the second
-    sees the first's decision."""
-    list(Document.objects.select_for_update().filter(pk=document.pk).values_list("pk"))
-    since = (
+def _lock_document(document: Document) -> None:
+    """Lock the document's row for the decision being made (FOR NO KEY UPDATE: the foreign
+    keys of the rows a decision inserts still take their share). Every path to a decision
+    takes it first, before its requests or a redaction lock their rows, so decisions on one
+    document take turns and no two paths lock in opposite orders (a deadlock is a 503)."""
+    list(
+        Document.objects.select_for_update(no_key=True)
+        .filter(pk=document.pk)
+        .values_list("pk", flat=True)
+    )
+
+
+def _not_decided_since(*, persona: Persona, document: Document, seen: int) -> Decision | None:
+    """The document's latest decision for ``persona`` when it was made after ``seen`` (the
+    latest the archivist's page showed), else None; the caller holds the document's lock
+    (``_lock_document``), so of two pages deciding at once the second sees the first's.
+    A decision since by this archivist, of the same kind and end date, is the same one sent
+    twice (``review_decide`` returns it); any other is refused (``_decided_since``)."""
+    return (
         Decision.objects.filter(persona=persona, document=document, id__gt=seen)
         .select_related("decided_by")
         .order_by("-id")
         .first()
     )
-    if since is not None:
-        when = timezone.localtime(since.decided_at).strftime("%Y-%m-%d %H:%M")
-        raise DecisionError(
-            f"Not recorded: {since.decided_by.username} decided “{since.get_kind_display()}” "
-            f"on this document for {persona.name} at {when}, after this page was shown. "
-            "It is shown below; decide again if it should change."
-        )
+
+
+def _decided_since(since: Decision, persona: Persona) -> DecisionError:
+    when = timezone.localtime(since.decided_at).strftime("%Y-%m-%d %H:%M")
+    if since.kind == Decision.Kind.REOPEN:
+        what = f"{since.decided_by.username} reopened this document"
+    else:
+        what = f"{since.decided_by.username} decided “{since.get_kind_display()}” on this document"
+    return DecisionError(
+        f"Not recorded: {what} for {persona.name} at {when}, after this page was shown. "
+        "It is shown below; decide again if it should change."
+    )
+
+
+def _check_not_decided_since(*, persona, document, seen: int | None) -> None:
+    """Lock the document and refuse a decision from a page older than its latest decision
+    (the paths that save something else first: a redaction, its copies)."""
+    _lock_document(document)
+    if seen is not None:
+        since = _not_decided_since(persona=persona, document=document, seen=seen)
+        if since is not None:
+            raise _decided_since(since, persona)
 
 
 @dataclass
@@ -161,7 +195,10 @@ def review_decide_group(
         raise
     decided, skipped = [], []
     with transaction.atomic():
-        for persona, document in items:
+        # In document order, each document's row locked before its requests, as every path
+        # to a decision does: no two decisions lock in opposite orders (a deadlock).
+        for persona, document in sorted(items, key=lambda pair: (pair[1].pk, pair[0].pk)):
+            _lock_document(document)
             # Lock the pending requests: two archivists deciding one group at once must not
             # both decide a document (the second finds nothing pending and skips it).
             pending = list(
@@ -223,6 +260,7 @@ def release_with_elsewhere(
             "choose whether to redact the words redacted elsewhere, or to release them readable"
         )
     with transaction.atomic():
+        _check_not_decided_since(persona=persona, document=document, seen=seen)
         if choice == "redact":
             copies.same_redaction_add(
                 archivist=archivist,
@@ -324,8 +362,9 @@ def review_redact_release(
     if not spans:
         raise redaction.RedactionError("Choose the spans to redact, or type the words, first.")
     with transaction.atomic():
-        if seen is not None:  # before the redaction is saved
-            _not_decided_since(persona=persona, document=document, seen=seen)
+        # Before the redaction is saved (it locks the persona's row after the document's,
+        # as every path to a decision does).
+        _check_not_decided_since(persona=persona, document=document, seen=seen)
         made = redaction.redaction_save(
             archivist=archivist,
             persona=persona,

@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from review import releases
 from review.models import Decision, Redaction
 
 pytestmark = pytest.mark.lucene
@@ -98,6 +99,10 @@ def test_a_decision_from_a_page_older_than_the_latest_decision_is_refused_and_na
     assert tab_a == tab_b == "0"
     decide = reverse("review-decide", args=[persona.pk, doc.pk])
     archivist.post(decide, {"kind": "release", "seen_decision": tab_a})
+    # The same decision sent twice (a second click on Release): recorded once, not refused.
+    r = archivist.post(decide, {"kind": "release", "seen_decision": tab_a}, follow=True)
+    assert "Not recorded" not in r.content.decode() and "Released" in r.content.decode()
+    assert Decision.objects.filter(document=doc).count() == 1
     r = archivist.post(decide, {"kind": "withhold", "seen_decision": tab_b}, follow=True)
     html = r.content.decode()
     assert "Not recorded: arch decided “Release” on this document" in html
@@ -118,32 +123,37 @@ def test_a_decision_from_a_page_older_than_the_latest_decision_is_refused_and_na
     )
     assert "Not recorded: arch decided “Withhold”" in r.content.decode()
     assert not Redaction.objects.exists() and Decision.objects.filter(document=doc).count() == 2
+    # A lead's reopening since is named as one.
+    releases.review_reopen(lead=users["lead"], persona=persona, document=doc)
+    r = archivist.post(decide, {"kind": "release", "seen_decision": again}, follow=True)
+    assert "Not recorded: lead reopened this document for" in r.content.decode()
 
 
 @pytest.mark.needs_postgres("row locks: two pages deciding at once")
 def test_pages_deciding_one_document_at_once_record_one_decision(
-    transactional_db, published, users
+    transactional_db, published, make_user
 ):
-    """Eight pages shown before any decision, all deciding at the same moment: the document's
-    row lock makes them take turns, so one is recorded and seven are refused (without the
-    lock, several pass the check before any has inserted)."""
+    """Eight archivists' pages shown before any decision, all deciding at the same moment:
+    the document's row lock makes them take turns, so one is recorded and seven are refused
+    (without the lock, several pass the check before any has inserted)."""
     import threading
 
-    from review import releases
+    from annotate import roles
     from tests.stormkit import run_threads
 
     persona, doc = _uncertain(published)
+    archivists = [make_user(f"arch{i}", roles.ARCHIVIST) for i in range(8)]
     start = threading.Barrier(8)
     refused = []
 
-    def decide(kind):
+    def decide(archivist, kind):
         start.wait()
         try:
             releases.review_decide(
-                archivist=users["archivist"], persona=persona, document=doc, kind=kind, seen=0
+                archivist=archivist, persona=persona, document=doc, kind=kind, seen=0
             )
         except releases.DecisionError:
             refused.append(kind)
 
-    run_threads(decide, [("release" if i % 2 else "withhold",) for i in range(8)])
+    run_threads(decide, [(a, "release" if i % 2 else "withhold") for i, a in enumerate(archivists)])
     assert Decision.objects.filter(document=doc).count() == 1 and len(refused) == 7
