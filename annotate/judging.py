@@ -113,11 +113,11 @@ def judge(request, slug):
                 user=request.user, project=project, skip_task_ids=(current.task_id,)
             )
         return redirect("judge", slug=project.slug)
-    held = judgments.task_held(user=request.user, project=project, limit=3)
     # ?task=: a task just taken back from the history is shown first, not after the ones
     # the page held before (its lease is the newest).
-    first = id_param(request.GET.get("task", ""))
-    held = sorted(held, key=lambda a: a.task_id != first)[:2]
+    held = judgments.task_held(
+        user=request.user, project=project, first=id_param(request.GET.get("task", ""))
+    )
     current = held[0] if held else None
     following = held[1] if len(held) > 1 else None
     return render(

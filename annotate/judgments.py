@@ -256,10 +256,16 @@ def _live_leases(user, project):
     ).order_by("leased_at", "id")
 
 
-def task_held(*, user, project: AnnotationProject, limit: int = 2) -> list[Assignment]:
-    """The annotator's live leases, oldest first (reading only: a page shown by GET claims
+def task_held(
+    *, user, project: AnnotationProject, limit: int = 2, first: int | None = None
+) -> list[Assignment]:
+    """The annotator's live leases, oldest first, or with the lease on task ``first`` (one
+    just taken back) first whatever its age (reading only: a page shown by GET claims
     nothing)."""
-    return list(_live_leases(user, project)[:limit])
+    leases = _live_leases(user, project)
+    ahead = list(leases.filter(task_id=first)[:1]) if first is not None else []
+    rest = leases.exclude(task_id=first) if ahead else leases
+    return ahead + list(rest[: limit - len(ahead)])
 
 
 # How long a preloaded task (the one a page holds behind the task it shows) stays leased

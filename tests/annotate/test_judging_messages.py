@@ -219,9 +219,15 @@ def test_judge_it_now_shows_the_task_taken_back_first(make_project, login):
     page = client.get(response["Location"]).content.decode()
     order = [int(t) for t in re.findall(r'data-task-id="(\d+)"', page)]
     assert order == [shown.task_id, preload.task_id], (order, another.task_id)
+    # A second task taken back is the fourth live lease: shown first too.
+    judgments.task_skip(user=a, task_id=preload.task_id, reason="later too")
+    judgments.task_claim(user=a, project=project, skip_task_ids=(shown.task_id, another.task_id))
+    response = client.post(reverse("judge-resume", args=[project.slug, preload.task_id]))
+    page = client.get(response["Location"]).content.decode()
+    assert [int(t) for t in re.findall(r'data-task-id="(\d+)"', page)][0] == preload.task_id
     # Without the parameter, the oldest live lease first, as before.
     page = client.get(reverse("judge", args=[project.slug])).content.decode()
-    assert [int(t) for t in re.findall(r'data-task-id="(\d+)"', page)][0] == preload.task_id
+    assert [int(t) for t in re.findall(r'data-task-id="(\d+)"', page)][0] == another.task_id
 
 
 def test_the_history_names_each_judgments_round_and_shows_its_comment(make_project, login):
