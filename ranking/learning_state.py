@@ -3,6 +3,7 @@
 (``plan_rows``), with the conversions between documents and matrix rows."""
 
 import bisect
+import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,8 @@ from annotate.labels import relevance_label
 from annotate.models import Adjudication, Collection, Document, Judgment, Task
 from core import features
 from ranking.models import CheckSample, LearningModel, LearningPlan, PoolEntry, TopicSeed
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -235,7 +238,9 @@ def scores_usable(model: LearningModel | None, rows: Rows) -> bool:
         return False
     try:
         p = np.load(model.scores_path, mmap_mode="r")
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        # Picks fall back to random (or CAL) until the next version: say so in the log.
+        logger.warning("learning version %s: its scores cannot be read: %s", model.pk, exc)
         return False
     return len(p) == len(rows.matrix.docids)
 

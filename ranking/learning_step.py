@@ -316,7 +316,9 @@ KEEP_VERSIONS = 3
 # Arrays no recorded version names: a training whose version was never recorded (its worker
 # died between writing and recording) or one still about to record. Deleted once this old.
 UNRECORDED_SECONDS = 3600.0
-_OWNER = re.compile(r"(j\d+-n\d+-s\d+-i\d+)(?:-[a-z]+)?(?:\.tmp)?\.npy")
+# The version's name (``-n`` missing in names made before judgment counts were recorded),
+# then the kind of a beside array, then a temporary file's suffix.
+_OWNER = re.compile(r"(j\d+(?:-n\d+)?-s\d+-i\d+)(?:-[a-z]+)?(?:\.tmp)?\.npy")
 
 
 def scores_prune(plan: LearningPlan, *, now: float | None = None) -> int:

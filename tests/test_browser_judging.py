@@ -147,6 +147,10 @@ def test_the_edit_page_keys_answer_question_2_then_3_and_backspace_restores_the_
     answer = "document.querySelector('form.answers input[name={}]:checked')?.value"
     assert page.evaluate(answer.format("persona_sensitive")) == "no"
     assert page.evaluate(answer.format("personal_sensitive")) == "no"
+    # An answer given with the mouse is undone by Backspace like a key's.
+    page.check("form.answers input[name=persona_sensitive][value=dont_know]")
+    page.keyboard.press("Backspace")
+    assert page.evaluate(answer.format("persona_sensitive")) == "no"
     page.keyboard.press("Enter")
     page.wait_for_url(f"{url}/annotate/{p.slug}/history/")
     j = Judgment.objects.get(annotator=alice)

@@ -301,17 +301,23 @@
   // both are pre-filled, they still go to question 2 first, then question 3.
   let answered = [];
   const touched = new Set();
+  let shown = {};  // each question's answer as the page last set it (to undo a click too)
 
   function checked(f, name) {
     return f.querySelector(`input[name="${name}"]:checked`)?.value ?? null;
+  }
+
+  function record(name, before, value) {
+    answered.push({ name, before });
+    touched.add(name);
+    shown[name] = value;
   }
 
   function choose(name, value) {
     const f = form();
     const input = f?.querySelector(`input[name="${name}"][value="${value}"]`);
     if (!input) return;
-    answered.push({ name, before: checked(f, name) });
-    touched.add(name);
+    record(name, checked(f, name), value);
     input.checked = true;
     clearError(input.closest("fieldset"));
   }
@@ -323,17 +329,25 @@
     f.querySelectorAll(`input[name="${last.name}"]`).forEach((i) => {
       i.checked = i.value === last.before;
     });
+    shown[last.name] = last.before;
     if (!answered.some((a) => a.name === last.name)) touched.delete(last.name);
   }
 
   function forgetAnswers() {
     answered = [];
     touched.clear();
+    shown = {};
+    const f = form();
+    f?.querySelectorAll("input[type=radio]:checked").forEach((i) => { shown[i.name] = i.value; });
+    // The bar's "Whole topic" opens the shown task's topic: hidden when it has no more to say.
+    const topic = document.querySelector("button[data-toggle=topic]");
+    if (topic) topic.hidden = !current.querySelector("dialog[data-topic]");
   }
 
   document.addEventListener("change", (e) => {
-    if (e.target.type !== "radio") return;
-    touched.add(e.target.name);  // answered by mouse: the keys go on to the next question
+    if (e.target.type !== "radio" || !current.contains(e.target)) return;
+    // Answered by mouse: on the undo list like a key, and the keys go on to the next question.
+    record(e.target.name, shown[e.target.name] ?? null, e.target.value);
     clearError(e.target.closest("fieldset[data-question]"));
   });
 

@@ -144,9 +144,9 @@ def test_only_the_latest_versions_keep_their_arrays_on_disk(setup):
     )
     learning_step.learning_step(plan_id=plan.pk)
     folder = Path(LearningModel.objects.filter(plan=plan).latest("version").scores_path).parent
-    # A training whose version was never recorded (its worker died), an hour and more ago,
-    # and one still about to be recorded.
-    dead, fresh = folder / "j1-n1-s0-i9.npy", folder / "j2-n2-s0-i9-labels.npy"
+    # A training whose version was never recorded (its worker died), an hour and more ago
+    # (named as before judgment counts were recorded), and one still about to be recorded.
+    dead, fresh = folder / "j1-s0-i9.npy", folder / "j2-n2-s0-i9-labels.npy"
     for f in (dead, fresh):
         np.save(f, np.zeros(3, dtype=np.float32))
     os.utime(dead, (time.time() - 7200, time.time() - 7200))
