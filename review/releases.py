@@ -66,14 +66,11 @@ def review_decide(
         Decision.Kind.NOT_RELEVANT: ReviewRequest.Status.NOT_RELEVANT,
     }[kind]
     with transaction.atomic():
-        _lock_document(document)
-        if seen is not None:
-            again = _not_decided_since(persona=persona, document=document, seen=seen)
-            mine = again is not None and again.decided_by_id == archivist.pk
-            if mine and (again.kind, again.until) == (kind, until):
-                return again  # the same decision sent twice (a second click): recorded once
-            if again is not None:
-                raise _decided_since(again, persona)
+        again = _check_not_decided_since(
+            persona=persona, document=document, seen=seen, repeat=(archivist.pk, kind, until)
+        )
+        if again is not None:
+            return again  # the same decision sent twice (a second click): recorded once
         decision = Decision.objects.create(
             persona=persona,
             document=document,
@@ -114,20 +111,6 @@ def _lock_document(document: Document) -> None:
     )
 
 
-def _not_decided_since(*, persona: Persona, document: Document, seen: int) -> Decision | None:
-    """The document's latest decision for ``persona`` when it was made after ``seen`` (the
-    latest the archivist's page showed), else None; the caller holds the document's lock
-    (``_lock_document``), so of two pages deciding at once the second sees the first's.
-    A decision since by this archivist, of the same kind and end date, is the same one sent
-    twice (``review_decide`` returns it); any other is refused (``_decided_since``)."""
-    return (
-        Decision.objects.filter(persona=persona, document=document, id__gt=seen)
-        .select_related("decided_by")
-        .order_by("-id")
-        .first()
-    )
-
-
 def _decided_since(since: Decision, persona: Persona) -> DecisionError:
     when = timezone.localtime(since.decided_at).strftime("%Y-%m-%d %H:%M")
     if since.kind == Decision.Kind.REOPEN:
@@ -140,14 +123,29 @@ def _decided_since(since: Decision, persona: Persona) -> DecisionError:
     )
 
 
-def _check_not_decided_since(*, persona, document, seen: int | None) -> None:
-    """Lock the document and refuse a decision from a page older than its latest decision
-    (the paths that save something else first: a redaction, its copies)."""
+def _check_not_decided_since(
+    *, persona: Persona, document: Document, seen: int | None, repeat=None
+) -> Decision | None:
+    """Lock the document (``_lock_document``) and refuse, by name (``DecisionError``), a
+    decision from a page older than the document's latest decision for ``persona``:
+    ``seen`` is the latest the page showed (None: not checked). Of two pages deciding at
+    once, the second sees the first's decision. ``repeat`` (archivist id, kind, end date):
+    a latest decision by that archivist of that kind and end date is the same one sent
+    twice (a second click), returned instead of refused."""
     _lock_document(document)
-    if seen is not None:
-        since = _not_decided_since(persona=persona, document=document, seen=seen)
-        if since is not None:
-            raise _decided_since(since, persona)
+    if seen is None:
+        return None
+    since = (
+        Decision.objects.filter(persona=persona, document=document, id__gt=seen)
+        .select_related("decided_by")
+        .order_by("-id")
+        .first()
+    )
+    if since is None:
+        return None
+    if repeat is not None and (since.decided_by_id, since.kind, since.until) == repeat:
+        return since
+    raise _decided_since(since, persona)
 
 
 @dataclass
@@ -273,13 +271,9 @@ def release_with_elsewhere(
             redaction.shows_elsewhere_save(
                 user=archivist, persona=persona, document=document, texts=[e["text"] for e in held]
             )
+        # Checked above, under the document's lock this transaction still holds.
         return review_decide(
-            archivist=archivist,
-            persona=persona,
-            document=document,
-            kind="release",
-            note=note,
-            seen=seen,
+            archivist=archivist, persona=persona, document=document, kind="release", note=note
         )
 
 
