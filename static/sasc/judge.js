@@ -300,7 +300,6 @@
   // y/n/d answer the first of ORDER not answered here yet, so on the edit page, where
   // both are pre-filled, they still go to question 2 first, then question 3.
   let answered = [];
-  const touched = new Set();
   let shown = {};  // each question's answer as the page last set it (to undo a click too)
 
   function checked(f, name) {
@@ -309,7 +308,6 @@
 
   function record(name, before, value) {
     answered.push({ name, before });
-    touched.add(name);
     shown[name] = value;
   }
 
@@ -330,12 +328,10 @@
       i.checked = i.value === last.before;
     });
     shown[last.name] = last.before;
-    if (!answered.some((a) => a.name === last.name)) touched.delete(last.name);
   }
 
   function forgetAnswers() {
     answered = [];
-    touched.clear();
     shown = {};
     const f = form();
     f?.querySelectorAll("input[type=radio]:checked").forEach((i) => { shown[i.name] = i.value; });
@@ -390,7 +386,7 @@
     } else if (["0", "1", "2"].includes(e.key)) {
       choose("relevance", e.key);
     } else if (YND[e.key]) {
-      const target = ORDER.find((name) => !touched.has(name)) || ORDER[1];
+      const target = ORDER.find((name) => !answered.some((a) => a.name === name)) || ORDER[1];
       choose(target, YND[e.key]);
     } else if (e.key === "Y" || e.key === "N" || e.key === "D") {
       choose("personal_sensitive", YND[e.key.toLowerCase()]);
