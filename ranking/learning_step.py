@@ -13,7 +13,7 @@ Django glue around the pure core in ``core.active`` (docs/domain.md §4):
 - then the unjudged candidates get machine labels from the new version;
 - and the arrays of versions older than the latest ``KEEP_VERSIONS`` are deleted
   (``scores_prune``): every reader takes the latest version, and retrained after every
-  judged document a plan over 500,000 messages would otherwise keep 4 MB per judgment.
+  judged document a plan over 500,000 messages would otherwise keep 6 MB per judgment.
 """
 
 import logging
@@ -328,14 +328,15 @@ def scores_prune(plan: LearningPlan, *, now: float | None = None) -> int:
     no reader of an older version needs, go."""
     folder = _scores_dir(plan)
     try:
-        files = [f for f in folder.iterdir() if _OWNER.fullmatch(f.name)]
+        # Each array file with the version that owns it.
+        files = {f: m.group(1) for f in folder.iterdir() if (m := _OWNER.fullmatch(f.name))}
     except FileNotFoundError:
         return 0
     latest = list(
         plan.models.order_by("-version").values_list("version", "scores_path")[:KEEP_VERSIONS]
     )
     kept = {Path(p).stem for _v, p in latest}
-    owners = {_OWNER.fullmatch(f.name).group(1) for f in files} - kept
+    owners = set(files.values()) - kept
     if not owners:
         return 0
     # Only versions below the kept ones count as recorded: one another worker records while
@@ -353,8 +354,7 @@ def scores_prune(plan: LearningPlan, *, now: float | None = None) -> int:
     )
     now = time.time() if now is None else now
     deleted = 0
-    for f in files:
-        owner = _OWNER.fullmatch(f.name).group(1)
+    for f, owner in files.items():
         if owner in kept:
             continue
         try:
