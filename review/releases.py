@@ -17,7 +17,7 @@ from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
 from review import copies, redaction
 from review.audit import audit
-from review.models import AuditEvent, Decision, Publication, ReviewRequest
+from review.models import AuditEvent, Decision, Publication, Redaction, ReviewRequest
 from review.selectors import decisions_in_force_kinds
 
 
@@ -67,7 +67,11 @@ def review_decide(
     }[kind]
     with transaction.atomic():
         again = _check_not_decided_since(
-            persona=persona, document=document, seen=seen, repeat=(archivist.pk, kind, until)
+            persona=persona,
+            document=document,
+            seen=seen,
+            archivist=archivist,
+            repeat=(archivist.pk, kind, until),
         )
         if again is not None:
             return again  # the same decision sent twice (a second click): recorded once
@@ -111,27 +115,34 @@ def _lock_document(document: Document) -> None:
     )
 
 
-def _decided_since(since: Decision, persona: Persona) -> DecisionError:
+def _decided_since(since: Decision, persona: Persona, archivist=None) -> DecisionError:
+    """The refusal of a decision from a page older than ``since``. When ``since`` is the
+    deciding archivist's own (a second click on another button, or another of their
+    pages), the message says "you": naming themselves read as someone else's decision."""
     when = timezone.localtime(since.decided_at).strftime("%Y-%m-%d %H:%M")
+    own = archivist is not None and since.decided_by_id == archivist.pk
+    who = "you" if own else since.decided_by.username
     if since.kind == Decision.Kind.REOPEN:
-        what = f"{since.decided_by.username} reopened this document"
+        what = f"{who} reopened this document"
     else:
-        what = f"{since.decided_by.username} decided “{since.get_kind_display()}” on this document"
+        what = f"{who} decided “{since.get_kind_display()}” on this document"
+    where = " (from another of your pages, or a second click)" if own else ""
     return DecisionError(
-        f"Not recorded: {what} for {persona.name} at {when}, after this page was shown. "
-        "It is shown below; decide again if it should change."
+        f"Not recorded: {what} for {persona.name} at {when}, after this page was "
+        f"shown{where}. It is shown below; decide again if it should change."
     )
 
 
 def _check_not_decided_since(
-    *, persona: Persona, document: Document, seen: int | None, repeat=None
+    *, persona: Persona, document: Document, seen: int | None, archivist=None, repeat=None
 ) -> Decision | None:
     """Lock the document (``_lock_document``) and refuse, by name (``DecisionError``), a
     decision from a page older than the document's latest decision for ``persona``:
     ``seen`` is the latest the page showed (None: not checked). Of two pages deciding at
     once, the second sees the first's decision. ``repeat`` (archivist id, kind, end date):
     a latest decision by that archivist of that kind and end date is the same one sent
-    twice (a second click), returned instead of refused."""
+    twice (a second click), returned instead of refused. ``archivist``: the one deciding,
+    whose own earlier decision the refusal calls "yours"."""
     _lock_document(document)
     if seen is None:
         return None
@@ -145,7 +156,7 @@ def _check_not_decided_since(
         return None
     if repeat is not None and (since.decided_by_id, since.kind, since.until) == repeat:
         return since
-    raise _decided_since(since, persona)
+    raise _decided_since(since, persona, archivist)
 
 
 @dataclass
@@ -258,7 +269,19 @@ def release_with_elsewhere(
             "choose whether to redact the words redacted elsewhere, or to release them readable"
         )
     with transaction.atomic():
-        _check_not_decided_since(persona=persona, document=document, seen=seen)
+        again = _check_not_decided_since(
+            persona=persona,
+            document=document,
+            seen=seen,
+            archivist=archivist,
+            repeat=(archivist.pk, Decision.Kind.RELEASE, None),
+        )
+        if again is not None:
+            # This archivist released it since the page was shown: the same choice sent
+            # twice when what it made is in force (read again: it was read before the lock).
+            if _elsewhere_done(archivist, persona, document, choice):
+                return again
+            raise _decided_since(again, persona, archivist)
         if choice == "redact":
             copies.same_redaction_add(
                 archivist=archivist,
@@ -275,6 +298,17 @@ def release_with_elsewhere(
         return review_decide(
             archivist=archivist, persona=persona, document=document, kind="release", note=note
         )
+
+
+def _elsewhere_done(archivist, persona, document, choice) -> bool:
+    """Whether the document's newest redaction version is ``archivist``'s ``choice`` about
+    the words redacted elsewhere: ``redact``, none of them left readable; ``show``, a
+    version recording that they are released readable."""
+    if choice == "redact":
+        return not copies.held_elsewhere(persona=persona, document=document)
+    newest = Redaction.objects.filter(persona=persona, document=document).order_by("-version")
+    newest = newest.first()
+    return newest is not None and newest.made_by_id == archivist.pk and newest.shows_elsewhere
 
 
 def review_decide_document(
@@ -358,7 +392,20 @@ def review_redact_release(
     with transaction.atomic():
         # Before the redaction is saved (it locks the persona's row after the document's,
         # as every path to a decision does).
-        _check_not_decided_since(persona=persona, document=document, seen=seen)
+        again = _check_not_decided_since(
+            persona=persona,
+            document=document,
+            seen=seen,
+            archivist=archivist,
+            repeat=(archivist.pk, Decision.Kind.RELEASE, None),
+        )
+        if again is not None:
+            # Released by this archivist since the page was shown: the same form sent
+            # twice when the redaction in force, theirs, already hides all it asks for.
+            covered = _redaction_covering(archivist, persona, document, spans, until)
+            if covered is None:
+                raise _decided_since(again, persona, archivist)
+            return covered
         made = redaction.redaction_save(
             archivist=archivist,
             persona=persona,
@@ -371,6 +418,25 @@ def review_redact_release(
             archivist=archivist, persona=persona, document=document, kind="release", note=note
         )
     return made
+
+
+def _redaction_covering(archivist, persona, document, spans, until) -> Redaction | None:
+    """The newest redaction version of the document, when ``archivist`` made it, it is in
+    force, and it hides every span asked for, with the same reasons, at least as long."""
+    newest = (
+        Redaction.objects.filter(persona=persona, document=document).order_by("-version").first()
+    )
+    if newest is None or newest.made_by_id != archivist.pk:
+        return None
+    if not redaction.redaction_in_force(newest, timezone.localdate()):
+        return None
+    have = {(s["field"], s["start"], s["end"], s.get("reason")) for s in newest.spans}
+    want = {(s["field"], s["start"], s["end"], s["reason"]) for s in spans}
+    if not want <= have:
+        return None
+    if newest.until is not None and (until is None or until > newest.until):
+        return None
+    return newest
 
 
 def review_reopen(*, lead, persona: Persona, document: Document, note: str = "") -> Decision:

@@ -8,8 +8,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from annotate import roles
 from review import releases
 from review.models import Decision, Redaction
+from tests.review.test_redaction import _redact, copy_pair  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.lucene
 
@@ -105,7 +107,11 @@ def test_a_decision_from_a_page_older_than_the_latest_decision_is_refused_and_na
     assert Decision.objects.filter(document=doc).count() == 1
     r = archivist.post(decide, {"kind": "withhold", "seen_decision": tab_b}, follow=True)
     html = r.content.decode()
-    assert "Not recorded: arch decided “Release” on this document" in html
+    # The refused decision was this archivist's own (another tab): "you", not their name.
+    assert (
+        f"Not recorded: you decided “Release” on this document for {persona.name}" in html
+        and "(from another of your pages, or a second click)" in html
+    )
     assert [d.kind for d in Decision.objects.filter(document=doc)] == ["release"]
     # The page it comes back to carries the release as seen: deciding again is a choice.
     again = _seen(html)
@@ -121,12 +127,41 @@ def test_a_decision_from_a_page_older_than_the_latest_decision_is_refused_and_na
         {"phrases": doc.body.split()[0], "reason": "financial", "seen_decision": again},
         follow=True,
     )
-    assert "Not recorded: arch decided “Withhold”" in r.content.decode()
+    assert "Not recorded: you decided “Withhold”" in r.content.decode()
     assert not Redaction.objects.exists() and Decision.objects.filter(document=doc).count() == 2
     # A lead's reopening since is named as one.
     releases.review_reopen(lead=users["lead"], persona=persona, document=doc)
     r = archivist.post(decide, {"kind": "release", "seen_decision": again}, follow=True)
     assert "Not recorded: lead reopened this document for" in r.content.decode()
+
+
+def test_a_second_click_on_release_a_redacted_copy_is_recorded_once(
+    published, login, users, make_user
+):
+    """Two clicks on "Release a redacted copy" send the form twice from one page. Before,
+    the second was refused as a decision made since the page was shown, naming the archivist
+    as if someone else: "Not recorded: arch decided Release". Now the second is the first,
+    recorded once; a different redaction from the same stale page is still refused."""
+    persona, doc = _uncertain(published)
+    archivist = login(users["archivist"])
+    redact = reverse("review-redact", args=[persona.pk, doc.pk])
+    first, second = doc.body.split()[0], doc.body.split()[1]
+    form = {"phrases": first, "reason": "financial", "seen_decision": "0"}
+    archivist.post(redact, form)
+    r = archivist.post(redact, form, follow=True)
+    html = r.content.decode()
+    assert "Not recorded" not in html and "Released a redacted copy" in html
+    assert Redaction.objects.filter(document=doc).count() == 1
+    assert [d.kind for d in Decision.objects.filter(document=doc)] == ["release"]
+    # Asking for more than the copy released hides, from that page, is a new decision.
+    r = archivist.post(redact, {**form, "phrases": f"{first}\n{second}"}, follow=True)
+    assert "Not recorded: you decided “Release” on this document" in r.content.decode()
+    assert Redaction.objects.filter(document=doc).count() == 1
+    # Another archivist's page from before the release is refused by their name.
+    other = login(make_user("arch2", roles.ARCHIVIST))
+    r = other.post(redact, form, follow=True)
+    assert "Not recorded: arch decided “Release” on this document" in r.content.decode()
+    assert Redaction.objects.filter(document=doc).count() == 1
 
 
 @pytest.mark.needs_postgres("row locks: two pages deciding at once")
@@ -157,3 +192,26 @@ def test_pages_deciding_one_document_at_once_record_one_decision(
 
     run_threads(decide, [(a, "release" if i % 2 else "withhold") for i, a in enumerate(archivists)])
     assert Decision.objects.filter(document=doc).count() == 1 and len(refused) == 7
+
+
+@pytest.mark.parametrize("choice", ["redact", "show"])
+def test_a_second_click_on_a_release_holding_words_redacted_elsewhere_is_recorded_once(
+    copy_pair,  # noqa: F811
+    users,
+    login,
+    choice,
+):
+    """The release of a document holding words redacted in another one, sent twice from one
+    page (a double click on "Redact them here too" or "Release it readable"): recorded once,
+    never refused naming the archivist as someone else."""
+    c, persona, doc, quote = copy_pair
+    _redact(users, persona, doc)
+    archivist = login(users["archivist"])
+    decide = reverse("review-decide", args=[persona.pk, quote.pk])
+    form = {"kind": "release", "elsewhere": choice, "seen_decision": "0"}
+    archivist.post(decide, form)
+    r = archivist.post(decide, form, follow=True)
+    html = r.content.decode()
+    assert "Not recorded" not in html, html[html.find("Not recorded") - 200 :][:600]
+    assert [d.kind for d in Decision.objects.filter(document=quote)] == ["release"]
+    assert Redaction.objects.filter(document=quote).count() == 1
