@@ -100,7 +100,7 @@ def collection_import_emails(
         limits = _limits()  # no ``known`` callable: it cannot cross to another process
         items = _iter_parallel(path, limits, workers)
     else:
-        items = iter_emails(path, limits=_limits(), label=label, known=writer.docids.__contains__)
+        items = iter_emails(path, limits=_limits(), label=label, known=writer.known)
     items_consume(
         _documents_capped(items, report, label or Path(path).name), report, progress, handle
     )

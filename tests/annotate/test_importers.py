@@ -69,6 +69,47 @@ def test_duplicates_by_content_or_message_id_are_stored_once_and_counted(collect
     assert kept.duplicate_docids == ["box/b.eml", "box/c.eml"], "a re-run counts nothing twice"
 
 
+def _mbox(who: str, numbers) -> str:
+    return "".join(
+        f"From {who}@x.org Mon Jan  1 00:00:00 2001\nFrom: {who}@x.org\nTo: z@x.org\n"
+        f"Subject: {who} message {i}\nMessage-ID: <{who}-{i}@x>\n\nHello from {who} {i}\n\n"
+        for i in numbers
+    )
+
+
+def test_another_mailbox_with_the_name_of_one_imported_is_refused_and_named(collection, tmp_path):
+    """Two custodians' Inbox.mbox into one collection (fresh-eye finding): ids are
+    ``<file>#<n>``, so Bob's messages had Alice's ids and were counted "already present":
+    nothing of Bob's stored, and the import said it succeeded. Now the first stored id read
+    again is compared; Bob's file is refused whole, by name, and Alice's stays as it was. A
+    mailbox that grew since is still a re-import: its new messages stored, the rest not
+    read again."""
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    alice.mkdir(), bob.mkdir()
+    (alice / "Inbox.mbox").write_text(_mbox("alice", [1, 2, 3]))
+    (bob / "Inbox.mbox").write_text(_mbox("bob", [1, 2, 3, 4]))
+    first = services.import_run(collection=collection, fmt="emails", path=alice / "Inbox.mbox")
+    assert first.created == 3 and not first.issues
+    report = services.import_run(collection=collection, fmt="emails", path=bob / "Inbox.mbox")
+    assert (report.created, report.unchanged) == (0, 0)
+    [issue] = report.issues
+    assert issue.source.startswith("Inbox.mbox") and issue.severity == "error"
+    assert issue.reason.startswith("4 messages not imported: Inbox.mbox#1 holds another message")
+    assert "Rename the file (or give the records other ids) and import it again" in issue.reason
+    stored = Document.objects.filter(collection=collection)
+    assert sorted(stored.values_list("subject", flat=True)) == [
+        f"alice message {i}" for i in (1, 2, 3)
+    ]
+    # Renamed, Bob's mailbox is imported.
+    (bob / "Inbox.mbox").rename(bob / "bob-Inbox.mbox")
+    renamed = services.import_run(collection=collection, fmt="emails", path=bob / "bob-Inbox.mbox")
+    assert renamed.created == 4 and not renamed.issues
+    # Alice's mailbox grew: a re-import, two messages new, the first read again only.
+    (alice / "Inbox.mbox").write_text(_mbox("alice", [1, 2, 3, 4, 5]))
+    grown = services.import_run(collection=collection, fmt="emails", path=alice / "Inbox.mbox")
+    assert (grown.created, grown.unchanged, grown.issues) == (2, 3, [])
+
+
 def test_dates_with_offsets_the_database_cannot_store_keep_their_instant(collection, tmp_path):
     # RFC 5322 allows offsets to +-99:59, PostgreSQL +-15:59; the SpamAssassin corpus has -1600
     box = tmp_path / "zones"
