@@ -57,6 +57,7 @@ def personas_import(*, path: Path, label: str | None = None) -> ImportReport:
     if not isinstance(items, list):
         report.add(Issue(label, "", "expected a JSON list of persona objects"))
         return report
+    seen: dict[str, int] = {}  # name -> the item that named it first
     with transaction.atomic():
         for i, item in enumerate(items, 1):
             where = f"item {i}"
@@ -76,10 +77,17 @@ def personas_import(*, path: Path, label: str | None = None) -> ImportReport:
             if (problem := _persona_problem(item)) is not None:
                 report.add(Issue(label, where, problem))
                 continue
-            values = {k: item.get(k, "") for k in PERSONA_FIELDS if k != "name"}
-            persona, created = Persona.objects.get_or_create(
-                name=item["name"].strip(), defaults=values
-            )
+            name = item["name"].strip()
+            if name in seen:
+                report.add(
+                    Issue(label, where, f"persona “{name}” is named twice (item {seen[name]})")
+                )
+                continue
+            seen[name] = i
+            # Only the fields the item gives: one left out keeps its stored text (an empty
+            # string clears it). Before, a shorter file blanked the persona's pain points.
+            values = {k: v for k, v in item.items() if k != "name"}
+            persona, created = Persona.objects.get_or_create(name=name, defaults=values)
             if created:
                 report.created += 1
             elif any(getattr(persona, k) != v for k, v in values.items()):

@@ -315,6 +315,36 @@ def test_personas_import_validates_fields(tmp_path, db):
     assert import_personas.personas_import(path=path).errors[0].reason.startswith("not valid JSON")
 
 
+def test_a_personas_file_changes_only_the_fields_it_gives_and_names_a_persona_named_twice(
+    tmp_path, db
+):
+    """A re-import with fewer fields blanked the others (fresh-eye finding: the pain points,
+    which say what the persona finds sensitive, silently erased, "1 updated"); and a name
+    given twice in one file let the later item blank the earlier's fields. Now a field left
+    out keeps its text, an empty one clears it, and the second item of a name is refused."""
+    import json
+
+    path = tmp_path / "p.json"
+    full = {"name": "Ann Lee", "occupation": "Clerk", "pain_points": "her divorce"}
+    path.write_text(json.dumps([full]))
+    assert import_personas.personas_import(path=path).created == 1
+    path.write_text(json.dumps([{"name": "Ann Lee", "goals": "a quiet life"}]))
+    report = import_personas.personas_import(path=path)
+    assert report.updated == 1
+    ann = Persona.objects.get(name="Ann Lee")
+    assert (ann.occupation, ann.pain_points, ann.goals) == ("Clerk", "her divorce", "a quiet life")
+    path.write_text(json.dumps([{"name": "Ann Lee", "occupation": ""}]))
+    import_personas.personas_import(path=path)
+    ann.refresh_from_db()
+    assert (ann.occupation, ann.pain_points) == ("", "her divorce")  # cleared as asked
+    path.write_text(json.dumps([{"name": "Bo", "goals": "x"}, {"name": " Bo ", "goals": "y"}]))
+    report = import_personas.personas_import(path=path)
+    assert [(i.where, i.reason) for i in report.errors] == [
+        ("item 2", "persona “Bo” is named twice (item 1)")
+    ]
+    assert Persona.objects.get(name="Bo").goals == "x"
+
+
 @pytest.mark.parametrize("fmt", [f for f in services.IMPORT_FORMATS if f != "emails"])
 def test_every_importer_refuses_a_file_over_the_size_limit(collection, tmp_path, settings, fmt):
     settings.SASC_MAX_IMPORT_FILE_BYTES = 100
