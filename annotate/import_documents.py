@@ -166,16 +166,17 @@ class DocumentWriter:
         try:
             with transaction.atomic():
                 self._write(batch)
-        except (IntegrityError, DataError):
+        except (IntegrityError, DataError, UnicodeError):
             # Another import stored some of these meanwhile, or one holds a value the database
-            # refuses: fall back to one by one, so that one message cannot cost the batch.
+            # (or its driver's encoding) refuses: fall back to one by one, so that one message
+            # cannot cost the batch, nor end the import.
             for item in batch:
                 try:
                     with transaction.atomic():
                         self._write([item])
                 except IntegrityError:
                     self.report.unchanged += 1
-                except DataError as exc:
+                except (DataError, UnicodeError) as exc:
                     reason = str(exc).splitlines()[0]
                     self.report.add(Issue(item[0].docid, "", f"refused by the database: {reason}"))
 

@@ -381,6 +381,10 @@ def iter_jsonl_bytes(
         if not isinstance(obj, dict):
             yield Issue(label, where, "each line must be a JSON object")
             continue
+        # JSON may escape half of a character ("\\ud83d", an emoji cut in two), which no
+        # database column or UTF-8 file can hold: it crashed the whole import's batch.
+        repaired: list[str] = []
+        obj = _without_surrogates(obj, "", repaired)
         docid = obj.get("id", obj.get("docid"))
         if docid is not None and not isinstance(docid, str | int) or isinstance(docid, bool):
             yield Issue(label, where, "field 'id' must be a string or a number")
@@ -411,7 +415,34 @@ def iter_jsonl_bytes(
             yield Issue(label, where, str(exc))
             continue
         parsed.folder = folder
+        parsed.problems += [
+            f"{field}: half of a character (an unpaired UTF-16 surrogate) replaced by U+FFFD"
+            for field in repaired
+        ]
         yield EmailItem(docid, label, where, parsed, folder)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value, path: str, repaired: list[str]):
+    """``value`` (parsed JSON) with every unpaired surrogate replaced by U+FFFD; the path of
+    each string changed (``body``, ``attachments[0].text``) goes on ``repaired``."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            repaired.append(path or "value")
+            return _SURROGATE.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        return {
+            _without_surrogates(k, path, []): _without_surrogates(
+                v, f"{path}.{k}" if path else str(k), repaired
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_without_surrogates(v, f"{path}[{i}]", repaired) for i, v in enumerate(value)]
+    return value
 
 
 def _safe_member(name: str) -> str | None:

@@ -210,6 +210,38 @@ def test_concurrent_insert_of_the_same_docid_falls_back_to_one_by_one(collection
         Document.objects.create(collection=collection, docid="race/one.eml", content_hash="y")
 
 
+def test_half_a_character_in_a_jsonl_record_costs_nothing_and_is_noted(collection, tmp_path):
+    """JSON may escape half of a character (an emoji cut in two, ``\\ud83d``), which no
+    database column holds (fresh-eye finding): its batch's write raised UnicodeEncodeError
+    out of the import, the records after it were never stored, and a re-run crashed again
+    at the same place. Now the half character becomes U+FFFD, noted on the document, and
+    the writer turns any value the driver cannot encode into an error for that message."""
+    import json
+
+    lines = [
+        json.dumps({"id": f"m{i}", "subject": f"s{i}", "from": "a@x.org", "body": body})
+        for i, body in enumerate(["ok", "ok", "cut \ud83d", "ok", "ok"])
+    ]
+    path = tmp_path / "mail.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    report = services.import_run(collection=collection, fmt="emails", path=path)
+    assert report.created == 5 and report.ok, [str(i) for i in report.issues]
+    cut = Document.objects.get(collection=collection, docid="m2")
+    assert cut.body == "cut \ufffd"
+    assert cut.decode_problems == [
+        "body: half of a character (an unpaired UTF-16 surrogate) replaced by U+FFFD"
+    ]
+    # Whatever other reader lets one through, the writer costs that message only.
+    from core.parsing.emails import ParsedEmail
+
+    writer = import_documents.DocumentWriter(collection, import_report.ImportReport())
+    for n, body in enumerate(["fine", "bad \udc80 half", "fine too"]):
+        writer.add(f"w{n}", ParsedEmail(subject=f"w{n}", body=body), "w.jsonl")
+    writer.finish()
+    assert writer.report.created == 2
+    assert [i.source for i in writer.report.issues] == ["w1"]
+
+
 TOPICS = b"""<top>
 <num> Number: 7
 <title> first topic
