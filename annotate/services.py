@@ -139,21 +139,27 @@ def import_run(
     if fmt in ("emails", "smart"):
         # ids only grow: the documents this import stores are those above the largest now
         before = Document.objects.aggregate(last=Max("id"))["last"] or 0
-        if fmt == "emails":
-            report = collection_import_emails(
-                collection=collection, path=path, label=label, progress=progress, workers=workers
-            )
-        else:
-            report = collection_import_smart(
+        try:
+            if fmt == "emails":
+                return collection_import_emails(
+                    collection=collection,
+                    path=path,
+                    label=label,
+                    progress=progress,
+                    workers=workers,
+                )
+            return collection_import_smart(
                 collection=collection, path=path, label=label, progress=progress
             )
-        if report.created:
-            # the new documents' sensitive entities (issue 20), in the importing process:
-            # the worker for an upload, the command for the command line
-            collection_entities_detect(
-                collection_id=collection.pk, after_id=before, workers=workers
-            )
-        return report
+        finally:
+            # The new documents' sensitive entities (issue 20), in the importing process (the
+            # worker for an upload, the command for the command line); also when the import
+            # failed part-way, or the batches it stored would never be read (the next
+            # import starts above them).
+            if Document.objects.filter(collection=collection, id__gt=before).exists():
+                collection_entities_detect(
+                    collection_id=collection.pk, after_id=before, workers=workers
+                )
     if fmt.startswith("topics-"):
         kind = fmt.removeprefix("topics-")
         return topics_import(

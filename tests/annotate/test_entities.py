@@ -17,6 +17,42 @@ def test_the_import_stores_each_documents_entities(sample_collection):
     assert getattr(e.document, e.field)[e.start : e.end] == e.text
 
 
+def test_documents_an_import_stored_before_it_failed_have_their_entities(
+    collection, tmp_path, monkeypatch
+):
+    """An import that fails part-way keeps the batches it stored; their entities were never
+    found (fresh-eye finding): detection ran only after a successful import, and the next
+    import reads only ids above its own start. Now it runs when the import fails too."""
+    from annotate import import_documents, services
+
+    box = tmp_path / "box"
+    box.mkdir()
+    for n in range(5):
+        (box / f"{n}.eml").write_text(
+            f"From: a{n}@x.org\nSubject: s{n}\nMessage-ID: <m{n}@x>\n\n"
+            f"Write to clerk{n}@bank.example about it.\n"
+        )
+    monkeypatch.setattr(import_documents, "BATCH", 2)
+    write = import_documents.DocumentWriter._write
+    calls = []
+
+    def fail_third(self, batch):
+        calls.append(len(batch))
+        if len(calls) == 3:
+            raise RuntimeError("the worker was stopped")
+        return write(self, batch)
+
+    monkeypatch.setattr(import_documents.DocumentWriter, "_write", fail_third)
+    with pytest.raises(RuntimeError):
+        services.import_run(collection=collection, fmt="emails", path=box)
+    stored = Document.objects.filter(collection=collection)
+    assert stored.count() == 4
+    found = DocumentEntity.objects.filter(document__in=stored, kind="email", field="body")
+    assert sorted(found.values_list("text", flat=True)) == [
+        f"clerk{n}@bank.example" for n in range(4)
+    ]
+
+
 @override_settings(CELERY_TASK_ALWAYS_EAGER=True)
 def test_a_lead_saves_a_lexicon_and_its_terms_are_found_for_that_persona(
     sample_collection, make_project, login, make_user
