@@ -195,6 +195,14 @@ VARIANTS = {
         {"threads": "headers"},
         _protocol(growing=False, lag=2, model="ensemble", c=3.0, threads=True),
     ),
+    # Seventh round: near-duplicates (cosine >= 0.8 or 0.9 on the picker's features) of a
+    # document just judged relevant read next, with the ensemble; never measured on the
+    # mail, the one genre with many (quoted replies, list digests).
+    "lag1-ens-c3-neardup": ({}, _protocol(growing=False, model="ensemble", c=3.0, neardup=0.8)),
+    "lag1-ens-c3-neardup9": (
+        {},
+        _protocol(growing=False, model="ensemble", c=3.0, neardup=0.9),
+    ),
 }
 
 
