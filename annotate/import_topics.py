@@ -1,15 +1,20 @@
 """Import topics from a TREC topics file or a SMART queries file, within the number of
 topics a collection may hold."""
 
+from collections import Counter
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
 from annotate.import_report import ImportReport, read_limited
-from annotate.models import Collection, Topic
+from annotate.models import Collection, Judgment, Topic
 from core.parsing import Issue
 from core.parsing.trec import TopicRecord, iter_smart_queries, iter_trec_topics, topic_count
+
+
+def _statement(topic: Topic | TopicRecord) -> tuple[str, str, str]:
+    return topic.title, topic.description, topic.narrative
 
 
 def _topic_cap_issue(label: str, what: str, cap: int) -> Issue:
@@ -61,6 +66,18 @@ def topics_import(
             )
         )
         return report
+    changing = [
+        existing[rec.number].pk
+        for rec in records
+        if rec.number in existing and _statement(existing[rec.number]) != _statement(rec)
+    ]
+    # What annotators judged a topic against is its statement then: an import never changes
+    # the statement of a topic already judged (it would sit over judgments made to another).
+    judged = Counter(
+        Judgment.objects.filter(task__topic_id__in=changing).values_list(
+            "task__topic_id", flat=True
+        )
+    )
     with transaction.atomic():
         for rec in records:
             values = {
@@ -72,6 +89,18 @@ def topics_import(
             if topic is None:
                 Topic.objects.create(collection=collection, number=rec.number, **values)
                 report.created += 1
+            elif topic.pk in judged:
+                report.add(
+                    Issue(
+                        label,
+                        f"line {rec.line}",
+                        f"topic {rec.number} not changed: {judged[topic.pk]} "
+                        f"{'judgment was' if judged[topic.pk] == 1 else 'judgments were'} "
+                        "made against its "
+                        "title, description and narrative as they are. To judge against "
+                        "the new text, import it under a new topic number",
+                    )
+                )
             elif any(getattr(topic, k) != v for k, v in values.items()):
                 for k, v in values.items():
                     setattr(topic, k, v)

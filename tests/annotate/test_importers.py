@@ -278,6 +278,31 @@ def test_topics_import_reports_bad_blocks_by_line_and_updates_on_rerun(collectio
     assert (report.created, report.updated, report.unchanged) == (0, 1, 1)
 
 
+def test_an_import_never_rewrites_a_judged_topic(make_project, sample_collection, tmp_path):
+    """A re-import rewrote a topic's title under the judgments made against the old one,
+    reported only as "1 updated" (fresh-eye finding). Now a judged topic's statement is kept
+    and named as an error; an unjudged one in the same file still updates."""
+    from tests.learningkit import judge_next
+
+    project, (annotator, _other) = make_project(n_tasks=2)
+    assert judge_next(project, annotator, truth=set()) is not None
+    Topic.objects.create(collection=sample_collection, number="2", title="old two")
+    path = tmp_path / "topics.txt"
+    path.write_text(
+        "<top>\n<num> 1\n<title> something else entirely\n</top>\n"
+        "<top>\n<num> 2\n<title> new two\n</top>\n"
+    )
+    report = import_topics.topics_import(collection=sample_collection, path=path)
+    assert (report.created, report.updated) == (0, 1)
+    assert [str(i) for i in report.errors] == [
+        "topics.txt:line 1: topic 1 not changed: 1 judgment was made against its title, "
+        "description and narrative as they are. To judge against the new text, import it "
+        "under a new topic number"
+    ]
+    titles = dict(Topic.objects.filter(collection=sample_collection).values_list("number", "title"))
+    assert titles == {"1": "sequences window", "2": "new two"}
+
+
 def test_qrels_import_names_unknown_topics_and_documents_and_never_duplicates(
     sample_collection, tmp_path
 ):
