@@ -1,12 +1,14 @@
 """Import reference labels: relevance judgments (qrels) and a persona's sensitivity labels,
 read line by line, checked and written ``LABEL_CHUNK`` lines at a time in one transaction."""
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
 
 from annotate.bulk import rows_insert
 from annotate.import_report import ImportReport
@@ -256,7 +258,42 @@ def qrels_import(
                 if _counted_change(report, existing.get((t, d)), grade)
             ]
             _relevance_upsert(rows)
+        _report_disagreeing_sources(collection, source, label, report)
     return report
+
+
+def _report_disagreeing_sources(collection, source: str, label: str, report) -> None:
+    """Name, as a warning, each other source of the collection's qrels that grades pairs of
+    this one differently: evaluation reads all sources as one, the grade of the source that
+    added a pair last counting (``ranking.services.reference_qrels``), and a pair a corrected
+    file drops still counts from the old one unless it is imported under the same file name
+    (a source is named by its file)."""
+    theirs = (
+        ReferenceRelevance.objects.filter(topic__collection=collection)
+        .exclude(source=source)
+        .filter(
+            Exists(
+                ReferenceRelevance.objects.filter(
+                    source=source, topic=OuterRef("topic"), document=OuterRef("document")
+                ).exclude(grade=OuterRef("grade"))
+            )
+        )
+    )
+    counts = Counter(theirs.values_list("source", flat=True))
+    for other, n in sorted(counts.items()):
+        example = theirs.filter(source=other).select_related("topic", "document").first()
+        report.add(
+            Issue(
+                label,
+                "",
+                f"{n} pair{'s' if n != 1 else ''} graded differently by the qrels source "
+                f"“{other}” (topic {example.topic.number}, {example.document.docid}: "
+                f"{example.grade} there). Evaluation takes the grade of the source that "
+                f"added the pair last; to replace “{other}”, import the corrected file "
+                "under that file name",
+                "skipped",
+            )
+        )
 
 
 def sensitivity_import(

@@ -172,13 +172,17 @@ def _remove_old_versions(collection: Collection, keep: int) -> None:
 
 
 def reference_qrels(*, collection: Collection) -> dict[str, dict[str, int]]:
-    """The collection's imported qrels: ``{topic number: {docid: grade}}``."""
+    """The collection's imported qrels: ``{topic number: {docid: grade}}``. Sources (files)
+    are read as one; on a pair two sources grade differently, the grade of the source that
+    added the pair last counts (the import warns of it, ``annotate.import_labels``)."""
     from annotate.models import ReferenceRelevance
 
     qrels: dict[str, dict[str, int]] = {}
-    for number, docid, grade in ReferenceRelevance.objects.filter(
-        topic__collection=collection
-    ).values_list("topic__number", "document__docid", "grade"):
+    for number, docid, grade in (
+        ReferenceRelevance.objects.filter(topic__collection=collection)
+        .order_by("id")
+        .values_list("topic__number", "document__docid", "grade")
+    ):
         qrels.setdefault(number, {})[docid] = grade
     return qrels
 

@@ -328,6 +328,35 @@ def test_qrels_import_names_unknown_topics_and_documents_and_never_duplicates(
     assert ReferenceRelevance.objects.get().grade == 1
 
 
+def test_a_qrels_file_grading_pairs_unlike_another_source_is_warned_and_the_last_counts(
+    sample_collection, tmp_path
+):
+    """Two qrels files that disagree were merged without a word, and evaluation took
+    whichever row the database returned last (fresh-eye finding). Now the second import
+    warns, naming the other source and one pair, and evaluation takes the grade of the
+    source that added the pair last, whatever order the database reads them in."""
+    from ranking.services import reference_qrels
+
+    Topic.objects.create(collection=sample_collection, number="1", title="t")
+    a, b = "sample/easy-ham-1-00001.eml", "sample/easy-ham-1-00014.eml"
+    (tmp_path / "qrels-2024.txt").write_text(f"1 0 {a} 2\n1 0 {b} 0\n")
+    (tmp_path / "qrels-2024-fixed.txt").write_text(f"1 0 {a} 0\n1 0 {b} 0\n")
+    first = import_labels.qrels_import(
+        collection=sample_collection, path=tmp_path / "qrels-2024.txt"
+    )
+    assert first.ok and not first.issues
+    report = import_labels.qrels_import(
+        collection=sample_collection, path=tmp_path / "qrels-2024-fixed.txt"
+    )
+    assert report.ok and report.created == 2
+    assert [str(i) for i in report.issues] == [
+        "qrels-2024-fixed.txt: 1 pair graded differently by the qrels source “qrels-2024.txt” "
+        f"(topic 1, {a}: 2 there). Evaluation takes the grade of the source that added the pair "
+        "last; to replace “qrels-2024.txt”, import the corrected file under that file name"
+    ]
+    assert reference_qrels(collection=sample_collection) == {"1": {a: 0, b: 0}}
+
+
 def test_sensitivity_labels_per_topic_and_for_all_topics(sample_collection, tmp_path):
     persona = Persona.objects.create(name="P")
     topic = Topic.objects.create(collection=sample_collection, number="1", title="t")
