@@ -41,7 +41,13 @@ class ImportForm(forms.Form):
         named = (data.get("new_collection") or "").strip()
         if not data.get("collection") and not named and data.get("format") != "personas":
             self.add_error(None, "Choose a collection or name a new one.")
-        if data.get("new_collection"):
+        if named and data.get("format") == "personas":
+            # Personas belong to no collection: a name here made an empty collection.
+            self.add_error(
+                "new_collection",
+                "Personas are shared by every collection: leave the new collection name empty.",
+            )
+        elif data.get("new_collection"):
             slug = slugify(data["new_collection"])[:100]
             if not slug:
                 self.add_error("new_collection", "The name needs at least one letter or digit.")

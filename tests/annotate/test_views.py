@@ -180,6 +180,27 @@ def test_upload_form_errors_name_the_problem(login, users):
     assert "Sensitivity labels need a persona." in html
 
 
+def test_a_personas_upload_naming_a_new_collection_is_refused_and_makes_none(login, users):
+    """Personas belong to no collection; a name typed in "New collection name" beside a
+    personas file made an empty collection (fresh-eye finding)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotate.models import Collection, Job
+
+    response = login(users["lead"]).post(
+        reverse("import"),
+        {
+            "format": "personas",
+            "new_collection": "Oops",
+            "new_kind": "email",
+            "file": SimpleUploadedFile("p.json", b'[{"name": "Ann"}]'),
+        },
+    )
+    assert response.status_code == 200
+    assert "Personas are shared by every collection" in response.content.decode()
+    assert not Collection.objects.exists() and not Job.objects.exists()
+
+
 def test_leads_manage_sasc_models_in_the_admin_and_others_cannot(login, users, doc):
     url = reverse("admin:annotate_document_changelist")
     assert login(users["lead"]).get(url).status_code == 200
