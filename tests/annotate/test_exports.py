@@ -251,6 +251,7 @@ def test_export_command_writes_every_file(training, tmp_path):
     call_command("export_qrels", project.slug, "--out", str(tmp_path / "x"), stdout=out)
     names = sorted(p.name for p in (tmp_path / "x").iterdir())
     assert names == [
+        ".sasc-export.json",
         "annotations.csv",
         "annotations.jsonl",
         "kappa-per-round.png",
@@ -263,6 +264,17 @@ def test_export_command_writes_every_file(training, tmp_path):
     assert (tmp_path / "x" / "qrels.txt").read_text().count("\n") == 6
     with pytest.raises(CommandError, match="no project 'nope'"):
         call_command("export_qrels", "nope", "--out", str(tmp_path / "y"))
+    # Exported again into the same folder after the persona was renamed and with machine
+    # labels before: the earlier export's files this one does not write go (fresh-eye
+    # finding: sensitivity-maeve.txt stayed beside sensitivity-maeve-gallagher.txt), and a
+    # file no export wrote stays.
+    (tmp_path / "x" / "notes.txt").write_text("mine")
+    project.personas.update(name="Maeve Gallagher")
+    call_command("export_qrels", project.slug, "--out", str(tmp_path / "x"), stdout=out)
+    names = {p.name for p in (tmp_path / "x").iterdir()}
+    assert "sensitivity-maeve-gallagher.txt" in names and "notes.txt" in names
+    assert "sensitivity-maeve.txt" not in names
+    assert "sensitivity-maeve.txt: removed (an earlier export's" in out.getvalue()
 
 
 def test_agreement_of_a_training_round_matches_scikit_learn_and_lists_disagreements(training):

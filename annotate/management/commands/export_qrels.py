@@ -1,11 +1,16 @@
 """Write a project's qrels, sensitivity labels and annotation table from one snapshot."""
 
+import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate import exports
 from annotate.models import AnnotationProject
+
+# The files an export wrote, so that the next export into the folder removes those it does
+# not write again.
+MANIFEST = ".sasc-export.json"
 
 
 class Command(BaseCommand):
@@ -55,3 +60,21 @@ class Command(BaseCommand):
                 size = f"{content.count(chr(10))} lines"
             tmp.replace(out / name)
             self.stdout.write(f"{out / name}: {size}")
+        # The files of an earlier export into this folder that this one did not write (a
+        # persona renamed, machine labels left out) would sit beside it as if of the same
+        # snapshot: they go. Only files an export listed in its manifest are touched.
+        manifest = out / MANIFEST
+        try:
+            earlier = json.loads(manifest.read_text(encoding="utf-8")).get("files", [])
+        except (FileNotFoundError, ValueError, AttributeError):
+            earlier = []
+        for name in sorted(set(map(str, earlier)) - set(files)):
+            stale = out / name
+            if Path(name).name == name and stale.is_file():
+                stale.unlink()
+                self.stdout.write(f"{stale}: removed (an earlier export's, not in this one)")
+        tmp = out / f"{MANIFEST}.tmp"
+        tmp.write_text(
+            json.dumps({"project": project.slug, "files": sorted(files)}), encoding="utf-8"
+        )
+        tmp.replace(manifest)
