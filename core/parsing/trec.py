@@ -34,9 +34,24 @@ def decode_text_file(data: bytes) -> str:
 
 
 def _binary(data: bytes, label: str) -> Issue | None:
-    if b"\x00" in data[:8192]:
-        return Issue(label, "", "binary data (NUL bytes), not a text file")
-    return None
+    head = data[:8192]
+    if b"\x00" not in head:
+        return None
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) or _utf16_like(head):
+        return Issue(
+            label,
+            "",
+            "UTF-16 text (what Windows Notepad saves as “Unicode”), not UTF-8: save the file "
+            "as UTF-8 and import it again",
+        )
+    return Issue(label, "", "binary data (NUL bytes), not a text file")
+
+
+def _utf16_like(head: bytes) -> bool:
+    """Whether ``head`` looks like UTF-16 without a byte-order mark: every other byte NUL
+    (ASCII text in UTF-16), in its first 64 bytes."""
+    sample = head[:64]
+    return len(sample) >= 8 and (set(sample[1::2]) == {0} or set(sample[0::2]) == {0})
 
 
 def iter_smart(data: bytes, label: str, allowed: set[str] = SMART_DOC_FIELDS):
@@ -259,14 +274,18 @@ def cranfield_grade(code: int) -> int:
     return 0
 
 
+_OLD_MAC_LINES = re.compile(r"\r\n?")
+
+
 def _text_lines(source: bytes | BinaryIO) -> Iterator[str]:
     """Yield the lines of a text file one at a time, each decoded as UTF-8 or else Latin-1
     (``decode_text_file`` per line), never holding the whole file."""
     raw_lines = source.splitlines() if isinstance(source, bytes) else source
     for raw in raw_lines:
-        text = decode_text_file(raw)
-        # Old Mac files (\r only) and other separators str.splitlines knows.
-        yield from text.splitlines() or [""]
+        text = decode_text_file(raw).removesuffix("\n").removesuffix("\r")
+        # Old Mac files (\r only). Not str.splitlines: it also splits at a form feed and
+        # other separators, so the line numbers errors name came out wrong.
+        yield from _OLD_MAC_LINES.split(text)
 
 
 def _head(source: bytes | BinaryIO) -> bytes:

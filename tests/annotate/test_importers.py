@@ -357,6 +357,41 @@ def test_a_qrels_file_grading_pairs_unlike_another_source_is_warned_and_the_last
     assert reference_qrels(collection=sample_collection) == {"1": {a: 0, b: 0}}
 
 
+def test_qrels_errors_name_the_file_line_whatever_separators_a_line_holds(
+    sample_collection, tmp_path
+):
+    """A form feed (or another separator str.splitlines knows) split a line in two, so the
+    errors after it named the wrong line (fresh-eye finding: "line 3: expected 4 columns"
+    where file line 3 was imported). Old Mac files (\\r alone) still split."""
+    Topic.objects.create(collection=sample_collection, number="1", title="t")
+    a, b = "sample/easy-ham-1-00001.eml", "sample/easy-ham-1-00014.eml"
+    path = tmp_path / "q.txt"
+    path.write_bytes(f"1 0 {a} 1\x0c\n1 0 {b} 1\n1 0 {a}\n".encode())
+    report = import_labels.qrels_import(collection=sample_collection, path=path)
+    assert report.created == 2
+    assert [str(i) for i in report.errors] == ["q.txt:line 3: expected 4 columns, found 3"]
+    path.write_bytes(f"1 0 {a} 2\r1 0 {b} 2\r1 0 {a}\r".encode())
+    report = import_labels.qrels_import(collection=sample_collection, path=path)
+    assert report.updated == 2
+    assert [str(i) for i in report.errors] == ["q.txt:line 3: expected 4 columns, found 3"]
+
+
+@pytest.mark.parametrize("fmt", ["topics-trec", "qrels-trec", "sensitivity"])
+def test_a_utf16_file_is_named_as_utf16(sample_collection, tmp_path, fmt):
+    """A UTF-16 file (Windows Notepad's "Unicode") was refused as "binary data"."""
+    path = tmp_path / "f.txt"
+    path.write_bytes("1 0 sample/easy-ham-1-00001.eml 1\n".encode("utf-16"))
+    persona = Persona.objects.create(name="P") if fmt == "sensitivity" else None
+    report = services.import_run(collection=sample_collection, fmt=fmt, path=path, persona=persona)
+    assert [i.reason for i in report.errors] == [
+        "UTF-16 text (what Windows Notepad saves as “Unicode”), not UTF-8: save the file as "
+        "UTF-8 and import it again"
+    ]
+    path.write_bytes("1 0 sample/easy-ham-1-00001.eml 1\n".encode("utf-16-le"))  # no BOM
+    report = services.import_run(collection=sample_collection, fmt=fmt, path=path, persona=persona)
+    assert report.errors[0].reason.startswith("UTF-16 text")
+
+
 def test_sensitivity_labels_per_topic_and_for_all_topics(sample_collection, tmp_path):
     persona = Persona.objects.create(name="P")
     topic = Topic.objects.create(collection=sample_collection, number="1", title="t")
