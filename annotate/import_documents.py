@@ -193,11 +193,13 @@ class DocumentWriter:
     def finish(self) -> None:
         self.flush()
         for origin, count in self.refused.items():
-            docid, where = self.refused_first[origin]
+            docid, read_at = self.refused_first[origin]
+            # ``add``'s source is "<file>:<place>" (the readers' Issue.source and .where).
+            file, _colon, where = read_at.partition(":")
             self.report.add(
                 Issue(
+                    file,
                     where,
-                    "",
                     f"{count} message{'s' if count != 1 else ''} not imported: "
                     f"{docid} holds another message than the one "
                     "stored under that id (an earlier import of another file with the same "

@@ -93,7 +93,8 @@ def test_another_mailbox_with_the_name_of_one_imported_is_refused_and_named(coll
     report = services.import_run(collection=collection, fmt="emails", path=bob / "Inbox.mbox")
     assert (report.created, report.unchanged) == (0, 0)
     [issue] = report.issues
-    assert issue.source.startswith("Inbox.mbox") and issue.severity == "error"
+    assert (issue.source, issue.where) == ("Inbox.mbox", "line 1 (offset 0)")
+    assert issue.severity == "error"
     assert issue.reason.startswith("4 messages not imported: Inbox.mbox#1 holds another message")
     assert "Rename the file (or give the records other ids) and import it again" in issue.reason
     stored = Document.objects.filter(collection=collection)
