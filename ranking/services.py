@@ -379,7 +379,8 @@ def read_qrels_file(path, fmt: str = "trec") -> dict[str, dict[str, int]]:
     problems = []
     for item in iter_qrels(data, name, fmt=fmt):
         if isinstance(item, Issue):
-            problems.append(str(item))
+            if item.severity == "error":  # a note (grades stored as the nearest) is not
+                problems.append(str(item))
         else:
             grades.setdefault(item.topic, {})[item.docid] = item.grade
     if problems:

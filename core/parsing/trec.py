@@ -317,6 +317,7 @@ def iter_qrels(
         return
     seen: dict[tuple[str, str], int] = {}
     expected = 3 if fmt == "cranfield" else 4
+    outside, first_outside = 0, ""  # TREC grades outside 0-2, stored as the nearest
     for line_no, line in enumerate(_text_lines(data), 1):
         parts = line.split()
         if not parts or line.lstrip().startswith("#"):
@@ -343,7 +344,11 @@ def iter_qrels(
                 yield Issue(label, where, f"label must be 0 or 1, not {grade}")
                 continue
         else:
-            grade = max(0, min(2, grade))
+            clamped = max(0, min(2, grade))
+            if clamped != grade:
+                outside += 1
+                first_outside = first_outside or f"{where}: {grade} counted as {clamped}"
+            grade = clamped
         topic = normalise_number(topic)
         if fmt in ("cranfield", "cacm"):
             docid = normalise_number(docid)
@@ -365,3 +370,11 @@ def iter_qrels(
                 continue
             seen[key] = line_no
         yield QrelLine(topic=topic, docid=docid, grade=grade, line=line_no)
+    if outside:
+        yield Issue(
+            label,
+            "",
+            f"{outside} grade{'s' if outside != 1 else ''} outside 0-2 stored as the nearest "
+            f"(first, {first_outside}): sasc grades relevance 0, 1 or 2",
+            "skipped",
+        )

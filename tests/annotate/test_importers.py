@@ -377,6 +377,28 @@ def test_qrels_errors_name_the_file_line_whatever_separators_a_line_holds(
     assert [str(i) for i in report.errors] == ["q.txt:line 3: expected 4 columns, found 3"]
 
 
+def test_trec_grades_outside_0_to_2_are_stored_as_the_nearest_and_said_so(
+    sample_collection, tmp_path
+):
+    """A 0-4 scale collapsed to 0-2 without a word (fresh-eye finding)."""
+    Topic.objects.create(collection=sample_collection, number="1", title="t")
+    a, b = "sample/easy-ham-1-00001.eml", "sample/easy-ham-1-00014.eml"
+    path = tmp_path / "q.txt"
+    path.write_text(f"1 0 {a} 4\n1 0 {b} -3\n")
+    report = import_labels.qrels_import(collection=sample_collection, path=path)
+    assert report.ok and report.created == 2
+    assert [str(i) for i in report.issues] == [
+        "q.txt: 2 grades outside 0-2 stored as the nearest (first, line 1: 4 counted as 2): "
+        "sasc grades relevance 0, 1 or 2"
+    ]
+    grades = ReferenceRelevance.objects.order_by("document__docid").values_list("grade", flat=True)
+    assert list(grades) == [2, 0]
+    # The evaluation commands read such a file as before: a note is not an error.
+    from ranking.services import read_qrels_file
+
+    assert read_qrels_file(path) == {"1": {a: 2, b: 0}}
+
+
 @pytest.mark.parametrize("fmt", ["topics-trec", "qrels-trec", "sensitivity"])
 def test_a_utf16_file_is_named_as_utf16(sample_collection, tmp_path, fmt):
     """A UTF-16 file (Windows Notepad's "Unicode") was refused as "binary data"."""
