@@ -20,23 +20,6 @@ def _bump_version(collection: Collection) -> None:
     collection.refresh_from_db(fields=["version"])
 
 
-def _source(docid: str) -> str:
-    """The file a docid was read from, as far as the id tells: what comes before its first
-    ``#`` (``<mbox>#n``) or ``/`` (``<zip>/<member>``, ``<folder>/<file>``); else the id."""
-    cut = min((i for i in (docid.find("#"), docid.find("/")) if i > 0), default=len(docid))
-    return docid[:cut]
-
-
-def _same_message(stored: tuple[str, str, str], parsed: ParsedEmail) -> bool:
-    """Whether a parsed message is the one stored (content hash, Message-ID, subject): the
-    same content, or the same Message-ID and subject (a later parser may decode it
-    differently)."""
-    content_hash, message_id, subject = stored
-    if parsed.content_hash == content_hash:
-        return True
-    return bool(message_id) and (message_id, subject) == (parsed.message_id, parsed.subject)
-
-
 class DocumentWriter:
     """Buffer new documents and write each batch, with its attachments, atomically."""
 
@@ -59,49 +42,18 @@ class DocumentWriter:
         self.docids: set[str] = set()
         self.by_hash: dict[str, str] = {}
         self.by_msgid: dict[tuple[str, str], str] = {}
-        # What each stored docid holds, to tell a re-import from another file of the same
-        # name (two custodians' Inbox.mbox: ids are "<file>#<n>").
-        self.stored: dict[str, tuple[str, str, str]] = {}
         for docid, content_hash, message_id, subject, duplicate_docids in rows:
             self.docids.add(docid)
-            self.stored[docid] = (content_hash, message_id, subject)
             # Copies found by earlier runs count as imported, so a re-run skips them too.
             self.docids.update(duplicate_docids)
             self.by_hash.setdefault(content_hash, docid)
             if message_id:
                 self.by_msgid.setdefault((message_id, subject), docid)
-        # Per source: whether its first stored message read again was the one stored; the
-        # messages of a source found different are refused, with a count.
-        self.verdicts: dict[str, bool] = {}
-        self.refused: dict[str, int] = {}
-        self.refused_first: dict[str, tuple[str, str]] = {}  # its first: (docid, where read)
         self.pending: list[tuple[Document, list[Attachment]]] = []
         self.duplicate_hits: dict[str, list[str]] = {}
 
-    def known(self, docid: str) -> bool:
-        """The readers' ``known``: a stored docid not to read again. The first stored one of
-        each source (``_source``) is read and compared all the same: a file with the name
-        of one imported before may be another file (two custodians' Inbox.mbox; ids are
-        ``<file>#<n>``), and only its messages tell."""
-        if docid not in self.docids:
-            return False
-        return docid not in self.stored or self.verdicts.get(_source(docid)) is True
-
     def add(self, docid: str, parsed: ParsedEmail | None, source: str, *, metadata=None) -> None:
-        origin = _source(docid)
-        if self.verdicts.get(origin) is False:
-            self.refused[origin] = self.refused.get(origin, 0) + 1
-            return
         if docid in self.docids or parsed is None:
-            stored = self.stored.get(docid)
-            if parsed is not None and stored is not None:
-                same = _same_message(stored, parsed)
-                self.verdicts.setdefault(origin, same)
-                if not same:
-                    self.verdicts[origin] = False
-                    self.refused[origin] = self.refused.get(origin, 0) + 1
-                    self.refused_first.setdefault(origin, (docid, source))
-                    return
             self.report.unchanged += 1
             return
         content_hash = parsed.content_hash
@@ -192,21 +144,6 @@ class DocumentWriter:
 
     def finish(self) -> None:
         self.flush()
-        for origin, count in self.refused.items():
-            docid, read_at = self.refused_first[origin]
-            # ``add``'s source is "<file>:<place>" (the readers' Issue.source and .where).
-            file, _colon, where = read_at.partition(":")
-            self.report.add(
-                Issue(
-                    file,
-                    where,
-                    f"{count} message{'s' if count != 1 else ''} not imported: "
-                    f"{docid} holds another message than the one "
-                    "stored under that id (an earlier import of another file with the same "
-                    "name, another custodian's mailbox say, or ids reused). Rename the file "
-                    "(or give the records other ids) and import it again",
-                )
-            )
         statistics_refresh(Document, Attachment, rows=self.report.created)
         with transaction.atomic():
             for doc in Document.objects.select_for_update().filter(

@@ -100,9 +100,23 @@ def collection_import_emails(
         limits = _limits()  # no ``known`` callable: it cannot cross to another process
         items = _iter_parallel(path, limits, workers)
     else:
-        items = iter_emails(path, limits=_limits(), label=label, known=writer.known)
-    items_consume(
-        _documents_capped(items, report, label or Path(path).name), report, progress, handle
-    )
+        items = iter_emails(path, limits=_limits(), label=label, known=writer.docids.__contains__)
+    name = label or Path(path).name
+    items_consume(_documents_capped(items, report, name), report, progress, handle)
     writer.finish()
+    if report.unchanged:
+        # Ids are made of file names (``<mbox>#n``, ``<zip>/<member>``), and a stored id is
+        # not read again; so another file with the name of one imported before (two
+        # custodians' Inbox.mbox) would pass for a re-import. Said, not guessed.
+        report.add(
+            Issue(
+                name,
+                "",
+                f"{report.unchanged} message{'s' if report.unchanged != 1 else ''} had ids "
+                "already stored and were not read again (a re-import). If this is not the "
+                "file imported before under this name (another custodian's Inbox.mbox, say), "
+                "its messages with those ids were not stored: rename it and import it again",
+                "skipped",
+            )
+        )
     return report
