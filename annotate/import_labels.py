@@ -1,14 +1,13 @@
 """Import reference labels: relevance judgments (qrels) and a persona's sensitivity labels,
 read line by line, checked and written ``LABEL_CHUNK`` lines at a time in one transaction."""
 
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef
 
 from annotate.bulk import rows_insert
 from annotate.import_report import ImportReport
@@ -279,8 +278,8 @@ def _report_disagreeing_sources(collection, source: str, label: str, report) -> 
             )
         )
     )
-    counts = Counter(theirs.values_list("source", flat=True))
-    for other, n in sorted(counts.items()):
+    counts = theirs.values("source").annotate(n=Count("id")).order_by("source")
+    for other, n in ((c["source"], c["n"]) for c in counts):
         example = theirs.filter(source=other).select_related("topic", "document").first()
         report.add(
             Issue(

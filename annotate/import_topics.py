@@ -66,19 +66,19 @@ def topics_import(
             )
         )
         return report
-    changing = [
-        existing[rec.number].pk
-        for rec in records
-        if rec.number in existing and _statement(existing[rec.number]) != _statement(rec)
-    ]
-    # What annotators judged a topic against is its statement then: an import never changes
-    # the statement of a topic already judged (it would sit over judgments made to another).
-    judged = Counter(
-        Judgment.objects.filter(task__topic_id__in=changing).values_list(
-            "task__topic_id", flat=True
-        )
-    )
     with transaction.atomic():
+        changing = [
+            existing[rec.number].pk
+            for rec in records
+            if rec.number in existing and _statement(existing[rec.number]) != _statement(rec)
+        ]
+        # What annotators judged a topic against is its statement then: an import never changes
+        # the statement of a topic already judged (it would sit over judgments made to another).
+        judged = Counter(
+            Judgment.objects.filter(task__topic_id__in=changing).values_list(
+                "task__topic_id", flat=True
+            )
+        )
         for rec in records:
             values = {
                 "title": rec.title,

@@ -1,6 +1,7 @@
 """Writes: users and roles, uploads and imports. Jobs are ``annotate.jobs``; projects, rounds
 and tasks ``annotate.projects``; leases, judgments and adjudication ``annotate.judgments``."""
 
+import contextlib
 import logging
 import shutil
 import uuid
@@ -123,6 +124,12 @@ def count_files(path: Path) -> int:
     return 0
 
 
+def _entities_after(collection: Collection, before: int, workers: int) -> None:
+    """Find the entities of the collection's documents above id ``before``, if any."""
+    if Document.objects.filter(collection=collection, id__gt=before).exists():
+        collection_entities_detect(collection_id=collection.pk, after_id=before, workers=workers)
+
+
 def import_run(
     *,
     collection: Collection,
@@ -141,25 +148,28 @@ def import_run(
         before = Document.objects.aggregate(last=Max("id"))["last"] or 0
         try:
             if fmt == "emails":
-                return collection_import_emails(
+                report = collection_import_emails(
                     collection=collection,
                     path=path,
                     label=label,
                     progress=progress,
                     workers=workers,
                 )
-            return collection_import_smart(
-                collection=collection, path=path, label=label, progress=progress
-            )
-        finally:
-            # The new documents' sensitive entities (issue 20), in the importing process (the
-            # worker for an upload, the command for the command line); also when the import
-            # failed part-way, or the batches it stored would never be read (the next
-            # import starts above them).
-            if Document.objects.filter(collection=collection, id__gt=before).exists():
-                collection_entities_detect(
-                    collection_id=collection.pk, after_id=before, workers=workers
+            else:
+                report = collection_import_smart(
+                    collection=collection, path=path, label=label, progress=progress
                 )
+        except Exception:
+            # Failed part-way: the batches it stored still get their entities (the next
+            # import reads only ids above its own start), and the import's own error is
+            # what is raised, whatever the detection does.
+            with contextlib.suppress(Exception):
+                _entities_after(collection, before, workers)
+            raise
+        # The new documents' sensitive entities (issue 20), in the importing process: the
+        # worker for an upload, the command for the command line.
+        _entities_after(collection, before, workers)
+        return report
     if fmt.startswith("topics-"):
         kind = fmt.removeprefix("topics-")
         return topics_import(

@@ -275,6 +275,20 @@ def test_export_command_writes_every_file(training, tmp_path):
     assert "sensitivity-maeve-gallagher.txt" in names and "notes.txt" in names
     assert "sensitivity-maeve.txt" not in names
     assert "sensitivity-maeve.txt: removed (an earlier export's" in out.getvalue()
+    # A manifest not written by an export of this project removes nothing: one of another
+    # project, a string where a list is (which once removed one-letter files), a number.
+    manifest = tmp_path / "x" / ".sasc-export.json"
+    for earlier in (
+        {"project": "other", "files": ["notes.txt"]},
+        {"project": project.slug, "files": "notes.txt"},
+        {"project": project.slug, "files": 5},
+        ["notes.txt"],
+    ):
+        (tmp_path / "x" / "n").write_text("mine")
+        manifest.write_text(json.dumps(earlier))
+        call_command("export_qrels", project.slug, "--out", str(tmp_path / "x"), stdout=out)
+        assert (tmp_path / "x" / "notes.txt").exists() and (tmp_path / "x" / "n").exists()
+        assert json.loads(manifest.read_text())["project"] == project.slug
 
 
 def test_agreement_of_a_training_round_matches_scikit_learn_and_lists_disagreements(training):

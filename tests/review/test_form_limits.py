@@ -215,3 +215,30 @@ def test_a_second_click_on_a_release_holding_words_redacted_elsewhere_is_recorde
     assert "Not recorded" not in html, html[html.find("Not recorded") - 200 :][:600]
     assert [d.kind for d in Decision.objects.filter(document=quote)] == ["release"]
     assert Redaction.objects.filter(document=quote).count() == 1
+
+
+@pytest.mark.parametrize("choice", ["redact", "show"])
+def test_release_with_elsewhere_from_one_stale_page_twice_is_recorded_once(
+    copy_pair,  # noqa: F811
+    users,
+    choice,
+):
+    """The branch a second request reaches when it was sent before the first was recorded
+    (both pages saw no decision): the same choice is the first decision, returned; the
+    other choice is refused by "you"."""
+    c, persona, doc, quote = copy_pair
+    _redact(users, persona, doc)
+    first = releases.release_with_elsewhere(
+        archivist=users["archivist"], persona=persona, document=quote, choice=choice, seen=0
+    )
+    again = releases.release_with_elsewhere(
+        archivist=users["archivist"], persona=persona, document=quote, choice=choice, seen=0
+    )
+    assert again.pk == first.pk and Decision.objects.filter(document=quote).count() == 1
+    assert Redaction.objects.filter(document=quote).count() == 1
+    other = "show" if choice == "redact" else "redact"
+    with pytest.raises(releases.DecisionError, match="Not recorded: you decided “Release”"):
+        releases.release_with_elsewhere(
+            archivist=users["archivist"], persona=persona, document=quote, choice=other, seen=0
+        )
+    assert Redaction.objects.filter(document=quote).count() == 1

@@ -65,10 +65,13 @@ class Command(BaseCommand):
         # snapshot: they go. Only files an export listed in its manifest are touched.
         manifest = out / MANIFEST
         try:
-            earlier = json.loads(manifest.read_text(encoding="utf-8")).get("files", [])
-        except (FileNotFoundError, ValueError, AttributeError):
-            earlier = []
-        for name in sorted(set(map(str, earlier)) - set(files)):
+            earlier = json.loads(manifest.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            earlier = {}
+        listed = earlier.get("files") if isinstance(earlier, dict) else None
+        if not isinstance(listed, list) or earlier.get("project") != project.slug:
+            listed = []  # a manifest not written by an export of this project: left alone
+        for name in sorted({n for n in listed if isinstance(n, str)} - set(files)):
             stale = out / name
             if Path(name).name == name and stale.is_file():
                 stale.unlink()
