@@ -159,6 +159,26 @@ def _check_not_decided_since(
     raise _decided_since(since, persona, archivist)
 
 
+def _release_again(*, archivist, persona, document, seen, same):
+    """``_check_not_decided_since`` for a release from a page that saw ``seen``: None when
+    nothing was decided since; when this archivist released the document since, what
+    ``same(that decision)`` returns, the request being the same one sent twice, or the
+    refusal (``DecisionError``) when it returns None."""
+    again = _check_not_decided_since(
+        persona=persona,
+        document=document,
+        seen=seen,
+        archivist=archivist,
+        repeat=(archivist.pk, Decision.Kind.RELEASE, None),
+    )
+    if again is None:
+        return None
+    found = same(again)
+    if found is None:
+        raise _decided_since(again, persona, archivist)
+    return found
+
+
 @dataclass
 class GroupOutcome:
     decided: list[Decision]
@@ -269,19 +289,17 @@ def release_with_elsewhere(
             "choose whether to redact the words redacted elsewhere, or to release them readable"
         )
     with transaction.atomic():
-        again = _check_not_decided_since(
+        # The same choice sent twice (both requests from one page): the first's decision,
+        # when what it made is in force (read again: it was read before the lock).
+        again = _release_again(
+            archivist=archivist,
             persona=persona,
             document=document,
             seen=seen,
-            archivist=archivist,
-            repeat=(archivist.pk, Decision.Kind.RELEASE, None),
+            same=lambda d: d if _elsewhere_done(archivist, persona, document, choice) else None,
         )
         if again is not None:
-            # This archivist released it since the page was shown: the same choice sent
-            # twice when what it made is in force (read again: it was read before the lock).
-            if _elsewhere_done(archivist, persona, document, choice):
-                return again
-            raise _decided_since(again, persona, archivist)
+            return again
         if choice == "redact":
             copies.same_redaction_add(
                 archivist=archivist,
@@ -392,19 +410,16 @@ def review_redact_release(
     with transaction.atomic():
         # Before the redaction is saved (it locks the persona's row after the document's,
         # as every path to a decision does).
-        again = _check_not_decided_since(
+        # The same form sent twice: the redaction in force, theirs, already hides all it
+        # asks for.
+        covered = _release_again(
+            archivist=archivist,
             persona=persona,
             document=document,
             seen=seen,
-            archivist=archivist,
-            repeat=(archivist.pk, Decision.Kind.RELEASE, None),
+            same=lambda _d: _redaction_covering(archivist, persona, document, spans, until),
         )
-        if again is not None:
-            # Released by this archivist since the page was shown: the same form sent
-            # twice when the redaction in force, theirs, already hides all it asks for.
-            covered = _redaction_covering(archivist, persona, document, spans, until)
-            if covered is None:
-                raise _decided_since(again, persona, archivist)
+        if covered is not None:
             return covered
         made = redaction.redaction_save(
             archivist=archivist,
