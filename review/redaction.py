@@ -418,7 +418,7 @@ def _check_spans(document: Document, spans: list[dict], reason_codes: set[str]) 
     return sorted(unique.values(), key=lambda s: (s["field"], s["start"], s["end"]))
 
 
-def _newest(persona, document) -> Redaction | None:
+def newest_version(persona, document) -> Redaction | None:
     """The document's newest redaction version for the persona (in force or not)."""
     return Redaction.objects.filter(persona=persona, document=document).order_by("-version").first()
 
@@ -485,7 +485,7 @@ def redaction_save(
         # The version in force is read under the lock _version_add takes, so two archivists
         # redacting at once each add to what the other saved, never to an older version.
         Persona.objects.select_for_update().get(pk=persona.pk)
-        now = _newest(persona, document)
+        now = newest_version(persona, document)
         if redaction_in_force(now, timezone.localdate()):
             given = {(s["field"], s["start"], s["end"]) for s in clean}
             kept = [s for s in now.spans if (s["field"], s["start"], s["end"]) not in given]
@@ -518,7 +518,7 @@ def redaction_revert(
         spans, until = earlier.spans, earlier.until
     else:
         spans, until = [], None
-    now = _newest(persona, document)
+    now = newest_version(persona, document)
     if now is not None and (now.spans, now.until) == (spans, until):
         what = f"is the same as version {to_version}" if to_version else "redacts nothing"
         raise RedactionError(

@@ -17,7 +17,7 @@ from ranking.classifier import sensitivity_scores
 from ranking.models import SensitivityModel
 from review import copies, redaction
 from review.audit import audit
-from review.models import AuditEvent, Decision, Publication, Redaction, ReviewRequest
+from review.models import AuditEvent, Decision, Publication, ReviewRequest
 from review.selectors import decisions_in_force_kinds
 
 
@@ -324,8 +324,7 @@ def _elsewhere_done(archivist, persona, document, choice) -> bool:
     version recording that they are released readable."""
     if choice == "redact":
         return not copies.held_elsewhere(persona=persona, document=document)
-    newest = Redaction.objects.filter(persona=persona, document=document).order_by("-version")
-    newest = newest.first()
+    newest = redaction.newest_version(persona, document)
     return newest is not None and newest.made_by_id == archivist.pk and newest.shows_elsewhere
 
 
@@ -409,9 +408,8 @@ def review_redact_release(
         raise redaction.RedactionError("Choose the spans to redact, or type the words, first.")
     with transaction.atomic():
         # Before the redaction is saved (it locks the persona's row after the document's,
-        # as every path to a decision does).
-        # The same form sent twice: the redaction in force, theirs, already hides all it
-        # asks for.
+        # as every path to a decision does). The same form sent twice: the redaction in
+        # force, theirs, already hides all it asks for.
         covered = _release_again(
             archivist=archivist,
             persona=persona,
@@ -435,12 +433,10 @@ def review_redact_release(
     return made
 
 
-def _redaction_covering(archivist, persona, document, spans, until) -> Redaction | None:
+def _redaction_covering(archivist, persona, document, spans, until) -> redaction.Redaction | None:
     """The newest redaction version of the document, when ``archivist`` made it, it is in
     force, and it hides every span asked for, with the same reasons, at least as long."""
-    newest = (
-        Redaction.objects.filter(persona=persona, document=document).order_by("-version").first()
-    )
+    newest = redaction.newest_version(persona, document)
     if newest is None or newest.made_by_id != archivist.pk:
         return None
     if not redaction.redaction_in_force(newest, timezone.localdate()):
