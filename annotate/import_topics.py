@@ -1,11 +1,11 @@
 """Import topics from a TREC topics file or a SMART queries file, within the number of
 topics a collection may hold."""
 
-from collections import Counter
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count
 
 from annotate.import_report import ImportReport, read_limited
 from annotate.models import Collection, Judgment, Topic
@@ -74,10 +74,11 @@ def topics_import(
         ]
         # What annotators judged a topic against is its statement then: an import never changes
         # the statement of a topic already judged (it would sit over judgments made to another).
-        judged = Counter(
-            Judgment.objects.filter(task__topic_id__in=changing).values_list(
-                "task__topic_id", flat=True
-            )
+        judged = dict(
+            Judgment.objects.filter(task__topic_id__in=changing)
+            .values_list("task__topic_id")
+            .annotate(n=Count("id"))
+            .order_by()
         )
         for rec in records:
             values = {
