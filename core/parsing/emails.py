@@ -207,6 +207,12 @@ def sanitise_filename(name: str | None, position: int) -> tuple[str, bool]:
 def _header(msg: Message, name: str, problems: list[str]) -> str:
     """Return a decoded header, falling back to its raw text if the parser rejects it."""
     try:
+        raw = _raw_8bit(msg, name)
+        if raw is not None:
+            # Raw 8-bit bytes (no encoded word): the registry would turn each byte of a
+            # Latin-1 or cp1252 header into U+FFFD. Decoded as a body without a charset is.
+            text = decode_bytes(raw, None, problems, f"header {name}")
+            return clean_text(header_text(name, "".join(_LINESEP.split(text)))).strip()
         value = msg.get(name)
         if value is None:
             return ""
@@ -217,6 +223,20 @@ def _header(msg: Message, name: str, problems: list[str]) -> str:
             if key.lower() == name.lower():
                 return clean_text(str(raw)).strip()
         return ""
+
+
+_ESCAPED = re.compile("[\udc80-\udcff]")  # what the bytes parser makes of a byte above 127
+
+
+def _raw_8bit(msg: Message, name: str) -> bytes | None:
+    """The bytes of the first ``name`` header when they hold raw 8-bit bytes (the parser
+    keeps them as surrogate escapes); None otherwise."""
+    for key, value in msg.raw_items():
+        if key.lower() == name.lower():
+            if isinstance(value, str) and _ESCAPED.search(value):
+                return value.encode("utf-8", "surrogateescape")
+            return None
+    return None
 
 
 def _addresses(value: str) -> list[str]:

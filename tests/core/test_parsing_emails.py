@@ -43,8 +43,33 @@ def test_unknown_charset_falls_back_and_is_reported():
 
 
 def test_undeclared_non_utf8_subject_is_decoded_not_dropped():
+    # Raw Latin-1 bytes in the Subject (no encoded word): each byte became U+FFFD, unnoted.
     msg = parse("unknown-charset.eml")
-    assert msg.subject.startswith("Gr") and len(msg.subject) >= 4
+    assert msg.subject == "Grüße"
+    assert "header Subject: no charset declared and not UTF-8, decoded as cp1252" in msg.problems
+
+
+def test_raw_8bit_headers_decode_as_utf8_first_then_cp1252_with_encoded_words_kept():
+    head = (
+        "From: Ren\u00e9 <r@example.ie>\nTo: b@example.org\n"
+        "Subject: Caf\u00e9 =?utf-8?q?n=C3=A1?=\n"
+    )
+    for charset, noted in (("utf-8", False), ("latin-1", True)):
+        msg = parse_email_bytes(
+            (head + "Date: Tue, 1 Dec 2026 10:00:00 +0000\n\nx\n").encode(charset)
+        )
+        assert msg.subject == "Café ná"  # the encoded word is still decoded
+        assert msg.from_header == "René <r@example.ie>"
+        assert msg.addresses["from"] == "r@example.ie"
+        notes = [p for p in msg.problems if p.startswith("header ")]
+        assert notes == (
+            [
+                "header Subject: no charset declared and not UTF-8, decoded as cp1252",
+                "header From: no charset declared and not UTF-8, decoded as cp1252",
+            ]
+            if noted
+            else []
+        )
 
 
 def test_text_attachments_are_extracted_and_binary_ones_recorded_by_name_only():
