@@ -54,6 +54,9 @@ def _utf16_like(head: bytes) -> bool:
     return len(sample) >= 8 and (set(sample[1::2]) == {0} or set(sample[0::2]) == {0})
 
 
+_FILE_LINES = re.compile(r"\r\n|\r|\n")
+
+
 def iter_smart(data: bytes, label: str, allowed: set[str] = SMART_DOC_FIELDS):
     """Yield ``SmartRecord`` for each ``.I`` record, ``Issue`` for each malformed part."""
     if (issue := _binary(data, label)) is not None:
@@ -74,7 +77,9 @@ def iter_smart(data: bytes, label: str, allowed: set[str] = SMART_DOC_FIELDS):
                 current.fields[tag] = value
 
     records: list[SmartRecord] = []
-    for line_no, line in enumerate(text.splitlines(), 1):
+    # Lines end at \n, \r\n or \r only: str.splitlines also ends one at a U+2028 or a
+    # U+0085 inside an abstract, so the line numbers errors name came out wrong.
+    for line_no, line in enumerate(_FILE_LINES.split(text.removesuffix("\n")), 1):
         match = _SMART_TAG.match(line.rstrip())
         if match:
             letter, rest = match.group(1), (match.group(2) or "").strip()

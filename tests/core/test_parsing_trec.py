@@ -43,6 +43,18 @@ def test_smart_problems_are_named_by_line():
     ]
 
 
+def test_smart_line_numbers_count_file_lines_not_unicode_separators():
+    # U+0085 and U+2028 inside an abstract are text, not line ends.
+    data = ".I 1\n.W\npage\u2028and\x85more\n.Z\n.I 2\r\n.W\r\nok\r.Q\r".encode()
+    records, issues = split(iter_smart(data, "f"))
+    assert records[0].fields["W"] == "page\u2028and\x85more"
+    assert records[1].fields["W"] == "ok"
+    assert [(i.where, i.reason) for i in issues] == [
+        ("line 4", "unknown field .Z; ignored"),
+        ("line 8", "unknown field .Q; ignored"),
+    ]
+
+
 def test_smart_queries_numbered_by_order_or_by_id():
     data = (SMART / "mini.qry").read_bytes()
     by_order, _ = split(iter_smart_queries(data, "q", number_by="order"))
