@@ -12,9 +12,10 @@ from core.parsing import Issue
 
 # Longest text a persona's free-text fields may hold (the short ones have their column's
 # max_length); names and short fields may not hold control characters (a newline in a name
-# would reach file names and reports).
+# would reach file names and reports), Unicode's line and paragraph separators (line breaks
+# too, to every text tool) or the bidirectional controls that reorder the text around them.
 MAX_PERSONA_TEXT = 10_000
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 PERSONA_FIELDS = (
     "name",
@@ -37,8 +38,12 @@ def _persona_problem(item: dict) -> str | None:
         limit = column.max_length or MAX_PERSONA_TEXT
         if len(value) > limit:
             return f"field {key!r} is {len(value)} characters, over the {limit} limit"
-        if column.max_length and _CONTROL.search(value):
-            return f"field {key!r} holds a control character (newline, tab, NUL...)"
+        if column.max_length and (found := _CONTROL.search(value)):
+            char = found.group()
+            return (
+                f"field {key!r} holds a control character (U+{ord(char):04X}; newline, tab, "
+                "line separator, text direction...)"
+            )
     return None
 
 

@@ -205,7 +205,11 @@ def test_personas_with_control_characters_or_overlong_fields_are_refused(tmp_pat
     )
     report = import_personas.personas_import(path=path)
     assert [(i.where, i.reason) for i in report.errors] == [
-        ("item 1", "field 'name' holds a control character (newline, tab, NUL...)"),
+        (
+            "item 1",
+            "field 'name' holds a control character (U+000A; newline, tab, line separator, "
+            "text direction...)",
+        ),
         ("item 2", "field 'nickname' is 101 characters, over the 100 limit"),
         ("item 3", "field 'background' is 10001 characters, over the 10000 limit"),
     ]

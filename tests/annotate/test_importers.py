@@ -1,3 +1,4 @@
+import json
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -454,6 +455,15 @@ def test_personas_import_validates_fields(tmp_path, db):
     ]
     path.write_text("{broken")
     assert import_personas.personas_import(path=path).errors[0].reason.startswith("not valid JSON")
+    # A line separator or a direction override in a short field: a line break, or text shown
+    # reversed, in every list that names the persona.
+    path.write_text(json.dumps([{"name": "Maeve\u2028Gallagher"}, {"name": "A\u202eB"}]))
+    report = import_personas.personas_import(path=path)
+    assert report.created == 0
+    assert [(i.where, i.reason.split(";")[0]) for i in report.errors] == [
+        ("item 1", "field 'name' holds a control character (U+2028"),
+        ("item 2", "field 'name' holds a control character (U+202E"),
+    ]
 
 
 def test_a_personas_file_changes_only_the_fields_it_gives_and_names_a_persona_named_twice(
