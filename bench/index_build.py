@@ -42,6 +42,7 @@ def main():
         print(
             f"{label:<12} {result['documents']:>5} docs: index + features {total:5.1f} s "
             f"(Lucene {result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s, "
+            f"latent topics {result['latent_seconds']} s, "
             f"{result['terms']} terms); baseline JSONL dump {floor:.2f} s"
         )
 

@@ -150,7 +150,9 @@ def build(label, mail: Path, workers: int, users, *, baseline_rate: bool, labels
     out["import_rate"] = report.created / seconds
     out["import_errors"] = len(report.errors)
     result, seconds = timed(
-        "index (Lucene, TF-IDF, near-duplicates)", index_build, collection_id=collection.pk
+        "index (Lucene, TF-IDF, latent topics, near-duplicates)",
+        index_build,
+        collection_id=collection.pk,
     )
     out["index_seconds"] = seconds
     out["index"] = {
@@ -158,6 +160,7 @@ def build(label, mail: Path, workers: int, users, *, baseline_rate: bool, labels
         for k in (
             "lucene_seconds",
             "features_seconds",
+            "latent_seconds",
             "neardup_seconds",
             "near_duplicate_pairs",
             "terms",

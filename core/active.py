@@ -33,6 +33,10 @@ SCREENING_C = 10.0
 # alone at C = 10 on the tuning topics of CACM and Cranfield (docs/active-learning.md,
 # "Third round").
 ENSEMBLE_C = 3.0
+# The weight of a row's latent coordinates beside its TF-IDF words in the screening picker
+# (``Latent``): 0.5 needed fewer documents to 95% and 100% recall than 0.25 or 1 on the
+# tuning topics (docs/active-learning.md, "Eighth round").
+LATENT_WEIGHT = 0.5
 
 
 class NotTrainable(ValueError):
@@ -47,17 +51,66 @@ class Model:
     trained_rows: np.ndarray  # row indices of the judgments it saw (the high-water mark)
     positives: int
     negatives: int
+    # Trained on each row's TF-IDF beside its latent coordinates (``Latent``), or None.
+    latent: "Latent | None" = None
 
     def probabilities(self, matrix, rows=None) -> np.ndarray:
         """P(positive) of ``rows`` of ``matrix`` (every row when None)."""
         from scipy.special import expit
 
-        x = matrix if rows is None else matrix[rows]
-        # What predict_proba computes for binary logistic regression, in the matrix's own
-        # dtype: scikit-learn would first copy a float32 matrix to float64 (at 500,000 rows
-        # that copy costs more than the product itself).
-        w = self.estimator.coef_.ravel().astype(x.dtype, copy=False)
-        return expit(np.asarray(x @ w, dtype=np.float64) + self.estimator.intercept_[0])
+        return expit(_margins(self.estimator, matrix, self.latent, rows))
+
+
+@dataclass(frozen=True)
+class Latent:
+    """Latent coordinates of every row (``core.features.latent_coordinates``: the rows'
+    projection on the collection's first singular vectors, L2-normalised) and the weight
+    they get beside the TF-IDF row: a classifier reads [x, w z] / sqrt(1 + w^2), a unit
+    row again, so rows that share few words but the same latent topics still score alike
+    (what the last relevant documents of a review often are: docs/active-learning.md,
+    "Eighth round")."""
+
+    coordinates: np.ndarray  # n rows x k
+    weight: float = LATENT_WEIGHT
+
+    def rows(self, matrix, rows):
+        """The training representation of ``rows``: sparse [x, w z] / sqrt(1 + w^2), built
+        as one CSR matrix directly (scipy's hstack of a sparse and a dense block cost more
+        than the fit)."""
+        import scipy.sparse as sp
+
+        scale = 1.0 / np.sqrt(1.0 + self.weight**2)
+        x = matrix[rows]
+        z = np.asarray(self.coordinates[rows], dtype=x.dtype) * (self.weight * scale)
+        m, (d, k) = x.shape[0], (x.shape[1], z.shape[1])
+        counts = np.diff(x.indptr)
+        indptr = x.indptr + k * np.arange(m + 1)
+        words = np.arange(x.nnz) + k * np.repeat(np.arange(m), counts)
+        topics = (indptr[1:] - k)[:, None] + np.arange(k)
+        data = np.empty(x.nnz + m * k, dtype=x.dtype)
+        indices = np.empty(x.nnz + m * k, dtype=np.int32)
+        data[words], indices[words] = x.data * scale, x.indices
+        data[topics.ravel()], indices[topics.ravel()] = z.ravel(), np.tile(d + np.arange(k), m)
+        return sp.csr_matrix((data, indices, indptr), shape=(m, d + k))
+
+
+def _margins(estimator, matrix, latent: Latent | None, rows=None) -> np.ndarray:
+    """``estimator``'s decision values of ``rows`` (every row when None), in float64."""
+    x = matrix if rows is None else matrix[rows]
+    # What predict_proba computes for binary logistic regression, in the matrix's own
+    # dtype: scikit-learn would first copy a float32 matrix to float64 (at 500,000 rows
+    # that copy costs more than the product itself).
+    w = estimator.coef_.ravel().astype(x.dtype, copy=False)
+    if latent is None:
+        return np.asarray(x @ w, dtype=np.float64) + estimator.intercept_[0]
+    d = x.shape[1]
+    scale = 1.0 / np.sqrt(1.0 + latent.weight**2)
+    z = latent.coordinates if rows is None else latent.coordinates[rows]
+    words = np.asarray(x @ w[:d], dtype=np.float64)
+    # einsum, not @: a product of n x k floats needs no BLAS threads, and under a busy worker
+    # host OpenBLAS's threads made the picker ten times slower (docs/performance.md).
+    topics = np.einsum("ij,j->i", z, w[d:].astype(z.dtype, copy=False)).astype(np.float64)
+    return scale * (words + latent.weight * topics) + estimator.intercept_[0]
 
 
 def collapse(grades) -> np.ndarray:
@@ -65,8 +118,11 @@ def collapse(grades) -> np.ndarray:
     return (np.asarray(grades) >= 1).astype(int)
 
 
-def train(matrix, rows, labels, *, seed: int = 0, c: float = DEFAULT_C) -> Model:
-    """Fit logistic regression on ``matrix[rows]`` with binary ``labels``."""
+def train(
+    matrix, rows, labels, *, seed: int = 0, c: float = DEFAULT_C, latent: Latent | None = None
+) -> Model:
+    """Fit logistic regression on ``matrix[rows]`` with binary ``labels`` (beside their
+    ``latent`` coordinates when given)."""
     from sklearn.linear_model import LogisticRegression
 
     rows = np.asarray(rows, dtype=np.int64)
@@ -81,8 +137,8 @@ def train(matrix, rows, labels, *, seed: int = 0, c: float = DEFAULT_C) -> Model
             "training needs at least one of each"
         )
     estimator = LogisticRegression(C=c, solver="liblinear", random_state=seed)
-    estimator.fit(matrix[rows], labels)
-    return Model(estimator, rows, positives, negatives)
+    estimator.fit(matrix[rows] if latent is None else latent.rows(matrix, rows), labels)
+    return Model(estimator, rows, positives, negatives, latent)
 
 
 def _unjudged(candidates, judged) -> np.ndarray:
@@ -219,7 +275,9 @@ def presumed_nonrelevant(candidates, judged, *, seed: int = 0) -> list[int]:
     return sorted(np.random.default_rng(seed).choice(pool, size=size, replace=False).tolist())
 
 
-def train_labeller(matrix, rows, labels, candidates, *, seed: int = 0, c: float = DEFAULT_C):
+def train_labeller(
+    matrix, rows, labels, candidates, *, seed: int = 0, c: float = DEFAULT_C, latent=None
+):
     """The model that gives machine labels: ``train`` on the judged rows plus the presumed
     non-relevant sample of the unjudged candidates."""
     extra = presumed_nonrelevant(candidates, rows, seed=seed)
@@ -229,10 +287,11 @@ def train_labeller(matrix, rows, labels, candidates, *, seed: int = 0, c: float 
         [*np.asarray(labels).tolist(), *[0] * len(extra)],
         seed=seed,
         c=c,
+        latent=latent,
     )
 
 
-def svm_scores(matrix, rows, labels, *, seed: int = 0) -> np.ndarray:
+def svm_scores(matrix, rows, labels, *, seed: int = 0, latent: Latent | None = None) -> np.ndarray:
     """Return every row's margin under ASReview's default classifier (ELAS u4, its 3.0
     source): a linear SVM (squared hinge, C = 0.11) trained on ``matrix[rows]`` alone (no
     presumed non-relevant documents), with its balancer's sample weights (relevant 1,
@@ -248,8 +307,11 @@ def svm_scores(matrix, rows, labels, *, seed: int = 0) -> np.ndarray:
     rows = np.asarray(rows, dtype=np.int64)
     # Seeded: its dual solver visits rows in a random order (near-ties could flip between runs).
     fitted = LinearSVC(C=0.11, loss="squared_hinge", random_state=seed)
-    fitted = fitted.fit(matrix[rows], y, sample_weight=w)
-    return np.asarray(matrix @ fitted.coef_.ravel().astype(matrix.dtype)).ravel()
+    x = matrix[rows] if latent is None else latent.rows(matrix, rows)
+    fitted = fitted.fit(x, y, sample_weight=w)
+    if latent is None:
+        return np.asarray(matrix @ fitted.coef_.ravel().astype(matrix.dtype)).ravel()
+    return _margins(fitted, matrix, latent)
 
 
 def _descending(scores) -> np.ndarray:
@@ -272,13 +334,17 @@ def _ranks(scores) -> np.ndarray:
 def rank_fuse(*scores, fusion: str = "mean") -> np.ndarray:
     """Fuse score arrays by rank (higher is better in each and in the result): "mean",
     minus the sum of their ranks; "rrf", reciprocal rank fusion (Cormack, Clarke and
-    Buettcher 2009), the sum of 1 / (60 + rank), ranks counted from 1."""
+    Buettcher 2009), the sum of 1 / (60 + rank), ranks counted from 1; "min", the best of
+    the ranks, ties by their sum (measured in the eighth round, not adopted)."""
     ranks = [_ranks(s) for s in scores]
     if fusion == "mean":
         return -sum(ranks)
     if fusion == "rrf":
         return sum(1 / (61 + r) for r in ranks)
-    raise ValueError(f"unknown fusion {fusion!r}; use mean or rrf")
+    if fusion == "min":  # the best of the ranks, ties by their sum
+        n = len(ranks[0])
+        return -(np.minimum.reduce(ranks) * (len(ranks) * n) + sum(ranks))
+    raise ValueError(f"unknown fusion {fusion!r}; use mean, rrf or min")
 
 
 def threads_followed(threads, labels) -> set:
@@ -311,6 +377,7 @@ def train_screening(
     fusion: str = "mean",
     presumed: bool = True,
     first=None,
+    latent: Latent | None = None,
 ) -> tuple[Model, np.ndarray]:
     """Train the screening picker of a review retrained after every judged document: the
     logistic regression of ``train_labeller`` (judged plus presumed non-relevant, C = ``c``)
@@ -320,7 +387,9 @@ def train_screening(
     this function, and its measured variants through the keywords: ``svm_matrices``, the
     SVMs' features, one SVM per matrix (default: one SVM on ``matrix``); ``fusion``
     ("mean" or "rrf", ``rank_fuse``); ``presumed`` False, the regression on the judged
-    documents alone.
+    documents alone. ``latent``: both models read each row's latent coordinates beside its
+    words (``Latent``; the live loop passes the index's, ``core.features.FeatureMatrix.latent``,
+    when it has them).
 
     ``first``: candidate rows ranked ahead of every other, in the fused order among
     themselves: the unjudged messages of the threads a simulated review follows
@@ -334,12 +403,15 @@ def train_screening(
     and so the count above any threshold, are the logistic regression's.
     """
     if presumed:
-        model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c)
+        model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c, latent=latent)
     else:
-        model = train(matrix, rows, labels, seed=seed, c=c)
+        model = train(matrix, rows, labels, seed=seed, c=c, latent=latent)
     p = model.probabilities(matrix)
     try:
-        svms = [svm_scores(m, rows, labels, seed=seed) for m in svm_matrices or (matrix,)]
+        svms = [
+            svm_scores(m, rows, labels, seed=seed, latent=latent if m is matrix else None)
+            for m in svm_matrices or (matrix,)
+        ]
     except NotTrainable:
         # Only relevant documents judged: the presumed sample gives the logistic regression
         # its other class, the SVM has none, so it picks alone (as before the ensemble).

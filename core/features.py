@@ -1,15 +1,16 @@
 """TF-IDF document features: built once per collection version, memory-mapped by readers.
 
 The matrix is stored as three ``.npy`` arrays (CSR data, indices, indptr) plus the docids and
-the vocabulary, so every worker process maps the same file pages instead of holding a copy,
-and active learning never recomputes it per iteration. Pure: no Django.
+the vocabulary, and each row's latent coordinates (``latent.npy``, n x 50 float32), so every
+worker process maps the same file pages instead of holding a copy, and active learning never
+recomputes them per iteration. Pure: no Django.
 """
 
 import json
 import os
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,11 +25,21 @@ _lock = threading.Lock()
 
 @dataclass(frozen=True)
 class FeatureMatrix:
-    """A TF-IDF matrix with the docid of each row and the term of each column."""
+    """A TF-IDF matrix with the docid of each row and the term of each column, and each
+    row's latent coordinates (``latent_coordinates``; None for an index built before them)."""
 
     matrix: "sp.csr_matrix"
     docids: list[str]
     vocabulary: list[str]
+    latent: np.ndarray | None = None
+
+
+# The screening picker reads each row's coordinates on the collection's first 50 singular
+# vectors beside its words (core.active.Latent): measured against the words alone on the
+# tuning topics of Cranfield, CACM, the mail and the news (docs/active-learning.md, "Eighth
+# round"; 100 did no better on average and costs more per step). 50 float32 per document: 200
+# bytes, 100 MB at 500,000 messages.
+LATENT_DIMENSIONS = 50
 
 
 # Terms start with a letter: bare numbers (dates, prices, ids) left out.
@@ -83,6 +94,33 @@ def build_tfidf(
     return FeatureMatrix(matrix, docids, vocabulary)
 
 
+def latent_coordinates(matrix, k: int = LATENT_DIMENSIONS, *, seed: int = 0) -> np.ndarray:
+    """Each row's coordinates on the matrix's first ``k`` singular vectors (latent semantic
+    analysis, Deerwester et al. 1990: a truncated SVD, scikit-learn's randomized solver,
+    seeded), L2-normalised, float32: rows that share few words but the same latent topics
+    get close coordinates. Fewer columns when the matrix has fewer than ``k + 1`` rows or
+    terms; a row with no term gets a row of zeros."""
+    from sklearn.decomposition import TruncatedSVD
+    from threadpoolctl import threadpool_limits
+
+    n, d = matrix.shape
+    k = min(k, n - 1, d - 1)
+    if k < 1:
+        return np.zeros((n, 0), dtype=np.float32)
+    # One BLAS thread: the build runs in a worker beside others, and at 500,000 rows two
+    # OpenBLAS threads on a busy two-core host took 331 s against 44 s for one
+    # (docs/performance.md, "Index and features").
+    with threadpool_limits(limits=1, user_api="blas"):
+        z = TruncatedSVD(n_components=k, random_state=seed).fit_transform(matrix)
+    norms = np.linalg.norm(z, axis=1, keepdims=True)
+    return (z / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def with_latent(features: FeatureMatrix, k: int = LATENT_DIMENSIONS) -> FeatureMatrix:
+    """``features`` with its rows' ``latent_coordinates``."""
+    return replace(features, latent=latent_coordinates(features.matrix, k))
+
+
 def save(features: FeatureMatrix, directory: Path) -> None:
     """Write the matrix to ``directory`` (created) in the memory-mappable layout."""
     directory = Path(directory)
@@ -93,6 +131,8 @@ def save(features: FeatureMatrix, directory: Path) -> None:
     np.save(directory / "indptr.npy", m.indptr.astype(np.int64, copy=False))
     meta = {"shape": list(m.shape), "nnz": int(m.nnz)}
     (directory / "meta.json").write_text(json.dumps(meta))
+    if features.latent is not None:
+        np.save(directory / "latent.npy", np.asarray(features.latent, dtype=np.float32))
     (directory / "docids.json").write_text(json.dumps(features.docids))
     (directory / "vocabulary.json").write_text(json.dumps(features.vocabulary))
 
@@ -112,10 +152,12 @@ def load(directory: Path) -> FeatureMatrix:
             np.load(d / f"{name}.npy", mmap_mode="r") for name in ("data", "indices", "indptr")
         ]
         matrix = sp.csr_matrix(tuple(arrays), shape=tuple(meta["shape"]), copy=False)
+        latent = d / "latent.npy"
         features = FeatureMatrix(
             matrix,
             json.loads((d / "docids.json").read_text()),
             json.loads((d / "vocabulary.json").read_text()),
+            np.load(latent, mmap_mode="r") if latent.exists() else None,
         )
         _cache[key] = features
         return features

@@ -17,7 +17,12 @@ for a person judging in order:
   rank of that logistic regression (C = ``core.active.ENSEMBLE_C``) and ASReview's default
   classifier (``core.active.svm_scores``), as the live loop picks
   (``core.active.train_screening``). ``Protocol(singles=0, model="lr",
-  c=core.active.SCREENING_C)`` is a live plan growing its batches (AutoTAR);
+  c=core.active.SCREENING_C, latent=0)`` is a live plan growing its batches (AutoTAR), which
+  reads the words alone;
+- the features (since the eighth round, ``Protocol.latent``): both halves read each
+  document's TF-IDF words beside its coordinates on the collection's first 50 singular
+  vectors (latent semantic analysis, ``core.features.latent_coordinates``), as the live
+  index stores them;
 - threads followed, measured and not adopted (the fifth round; ``Protocol(threads=True)``):
   when ``screen`` is given each document's thread (an email collection's), the unjudged
   messages of threads whose judged messages are mostly relevant are picked first.
@@ -39,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core import active
+from core import active, features
 
 RECALLS = (0.8, 0.9, 0.95, 1.0)
 
@@ -68,13 +73,20 @@ class Protocol:
     # (measured, not adopted): the two and a second SVM on ``svm_matrix``, fused alike.
     model: str = "ensemble"
     # "mean": the mean of the two ranks; "rrf": reciprocal rank fusion (Cormack, Clarke and
-    # Buettcher 2009, k = 60), which favours a document either model puts near its top.
+    # Buettcher 2009, k = 60), which favours a document either model puts near its top;
+    # "min": the better of the ranks (``core.active.rank_fuse``).
     fusion: str = "mean"
     # Follow threads (measured in the fifth round, not adopted): the unjudged thread-mates
     # of relevant messages first, while a thread's judged messages are mostly relevant
     # (``core.active.threads_followed``); needs ``screen``'s ``groups`` (without them, or for
     # a model other than the ensemble, nothing changes).
     threads: bool = False
+    # Latent topics both halves of the ensemble read beside the words (the live picker's
+    # since the eighth round): each row's coordinates on the collection's first ``latent``
+    # singular vectors (``core.features.latent_coordinates``; 0: the words alone), at
+    # ``latent_weight`` (``core.active.Latent``).
+    latent: int = features.LATENT_DIMENSIONS
+    latent_weight: float = active.LATENT_WEIGHT
 
 
 def autotar_batches(first: int = 1, singles: int | None = 0) -> Iterator[int]:
@@ -125,12 +137,21 @@ def _model_scores(
     seed: int,
     svm_matrix=None,
     groups=None,
+    latent=None,
 ):
     """Scores of every row (higher: picked sooner); ``svm_matrix``: the SVM's own features
-    (the same rows; default ``matrix``); ``groups``: each row's thread (-1: none)."""
+    (the same rows; default ``matrix``); ``groups``: each row's thread (-1: none);
+    ``latent``: the rows' latent coordinates for ``protocol.latent`` (computed when None)."""
     svm_rows = matrix if svm_matrix is None else svm_matrix
+    topics = None
+    if protocol.latent:
+        if latent is None:
+            latent = features.latent_coordinates(matrix, protocol.latent)
+        topics = active.Latent(latent, protocol.latent_weight)
     if protocol.model == "svm":
-        return active.svm_scores(svm_rows, judged, labels, seed=seed)
+        return active.svm_scores(
+            svm_rows, judged, labels, seed=seed, latent=topics if svm_rows is matrix else None
+        )
     if protocol.model in ("ensemble", "ensemble3"):
         # The live picker itself (ranking.learning_step calls it with the defaults).
         first = None
@@ -148,6 +169,7 @@ def _model_scores(
             fusion=protocol.fusion,
             presumed=protocol.presumed,
             first=first,
+            latent=topics,
         )
         return scores
     rows, y = list(judged), list(labels)
@@ -161,9 +183,12 @@ def _model_scores(
             raise active.NotTrainable("one class")
         fitted = LogisticRegression(
             C=protocol.c, solver="liblinear", class_weight="balanced", random_state=seed
-        ).fit(matrix[rows], y)
-        return active.Model(fitted, np.asarray(rows), sum(y), len(y) - sum(y)).probabilities(matrix)
-    return active.train(matrix, rows, y, seed=seed, c=protocol.c).probabilities(matrix)
+        ).fit(matrix[rows] if topics is None else topics.rows(matrix, rows), y)
+        model = active.Model(fitted, np.asarray(rows), sum(y), len(y) - sum(y), topics)
+        return model.probabilities(matrix)
+    return active.train(matrix, rows, y, seed=seed, c=protocol.c, latent=topics).probabilities(
+        matrix
+    )
 
 
 def screen(
@@ -175,13 +200,18 @@ def screen(
     seed: int = 0,
     svm_matrix=None,
     groups=None,
+    latent=None,
 ) -> Run:
     """Simulate a review of every row of ``matrix`` against ``truth`` (0/1 per row), starting
     from the judged ``priors``, until every relevant row is found (or none is left).
     ``svm_matrix``: other features of the same rows for the SVM of ``model`` "svm" or
     "ensemble" (ASReview's, say); ``groups``: each row's thread, an integer (-1: in none),
-    for ``Protocol.threads``."""
+    for ``Protocol.threads``; ``latent``: the rows' latent coordinates for
+    ``Protocol.latent`` (computed once here when None; a bench running many reviews of one
+    matrix passes them)."""
     truth = np.asarray(truth, dtype=int)
+    if protocol.latent and latent is None:
+        latent = features.latent_coordinates(matrix, protocol.latent)
     total = int(truth.sum())
     n = matrix.shape[0]
     order = [int(r) for r in priors]
@@ -197,7 +227,7 @@ def screen(
         nonlocal step
         started = time.perf_counter()
         p = _model_scores(
-            matrix, order, truth[order].tolist(), protocol, seed + step, svm_matrix, groups
+            matrix, order, truth[order].tolist(), protocol, seed + step, svm_matrix, groups, latent
         )
         taken = judged.copy()
         for waiting in queued:

@@ -207,9 +207,15 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
     # Screening (CAL in growing batches, AutoTAR): the picker learns from presumed
     # non-relevant documents too, at the C measured for screening (docs/active-learning.md).
     # Retrained after every judged document (singles None), it is the mean rank of that
-    # logistic regression (C = 3) and ASReview's SVM ("Third round").
+    # logistic regression (C = 3) and ASReview's SVM ("Third round"), both reading the
+    # collection's latent topics beside the words ("Eighth round").
     screening = plan.growing and plan.strategy == LearningPlan.Strategy.CAL
     ensemble = screening and plan.singles is None
+    # The picker reads the index's latent topics beside the words ("Eighth round"); an index
+    # built before them has none, and the picker reads the words alone, as it did then.
+    latent = None
+    if ensemble and matrix.latent is not None and matrix.latent.shape[1]:
+        latent = active.Latent(matrix.latent)
     if ensemble:
         selector_c = active.ENSEMBLE_C
     else:
@@ -221,7 +227,13 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
         p = None
         if ensemble:
             model, p = active.train_screening(
-                matrix.matrix, rows_judged, labels, candidates, seed=seed, c=selector_c
+                matrix.matrix,
+                rows_judged,
+                labels,
+                candidates,
+                seed=seed,
+                c=selector_c,
+                latent=latent,
             )
         elif screening:
             model = active.train_labeller(
@@ -268,13 +280,20 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
             "selector_presumed": screening,
             "selector": (
                 "mean rank of logistic regression and ELAS u4's SVM"
+                + (
+                    f", words + {latent.coordinates.shape[1]} latent topics "
+                    f"(weight {latent.weight})"
+                    if latent is not None
+                    else ""
+                )
                 if ensemble
                 else "logistic regression"
             ),
             "presumed_nonrelevant": labeller.negatives - (len(labels) - int(labels.sum())),
             "random_seed": seed,
             "strategy": plan.strategy,
-            "features": f"TF-IDF of collection version {rows.index_version}",
+            "features": f"TF-IDF of collection version {rows.index_version}"
+            + (f" + {latent.coordinates.shape[1]} latent topics" if latent is not None else ""),
             "terms": len(matrix.vocabulary),
             "candidates": int(len(candidates)),
         },

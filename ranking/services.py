@@ -100,8 +100,11 @@ def _build_into(tmp: Path, collection: Collection, total: int, progress) -> dict
     lucene_seconds = time.perf_counter() - started
     started = time.perf_counter()
     matrix = features.build_tfidf(read)
-    features.save(matrix, tmp / "tfidf")
     feature_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    matrix = features.with_latent(matrix)  # the screening picker's latent topics
+    latent_seconds = time.perf_counter() - started
+    features.save(matrix, tmp / "tfidf")
     started = time.perf_counter()
     near = neardup.NearDuplicates.build(read)
     near.save(tmp / "neardup")
@@ -114,6 +117,7 @@ def _build_into(tmp: Path, collection: Collection, total: int, progress) -> dict
         "nonzeros": int(matrix.matrix.nnz),
         "lucene_seconds": round(lucene_seconds, 2),
         "features_seconds": round(feature_seconds, 2),
+        "latent_seconds": round(latent_seconds, 2),
         "neardup_seconds": round(neardup_seconds, 2),
         "near_duplicate_pairs": int(len(near.neighbours) // 2),
     }
@@ -334,6 +338,7 @@ def _index_execute(job: Job, progress, *, force: bool = False) -> dict:
             message = (
                 f"Indexed {result['documents']} documents (version {result['version']}): "
                 f"Lucene {result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s, "
+                f"latent topics {result['latent_seconds']} s, "
                 f"{result['terms']} terms"
             )
         job_finish(job=job, ok=True, message=message, report=result)

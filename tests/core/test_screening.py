@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 
-from core import active, screening
+from core import active, features, screening
 
 
 def test_autotar_batches_grow_by_a_tenth_rounded_up():
@@ -159,14 +159,29 @@ def test_the_default_picks_as_the_live_loop_by_the_mean_rank_of_the_two_models()
     labels = truth[judged].tolist()
     protocol = screening.Protocol()
     assert (protocol.model, protocol.c, protocol.lag) == ("ensemble", active.ENSEMBLE_C, 1)
+    assert (protocol.latent, protocol.latent_weight) == (
+        features.LATENT_DIMENSIONS,
+        active.LATENT_WEIGHT,
+    )
     simulated = screening._model_scores(matrix, judged, labels, protocol, 7)
+    # The live loop: the index's latent topics (ranking.services builds them with the
+    # TF-IDF matrix, features.with_latent) read beside the words.
+    index = features.with_latent(features.FeatureMatrix(matrix, [], []))
     _model, live = active.train_screening(
-        matrix, judged, labels, range(matrix.shape[0]), seed=7, c=protocol.c
+        matrix,
+        judged,
+        labels,
+        range(matrix.shape[0]),
+        seed=7,
+        c=protocol.c,
+        latent=active.Latent(index.latent),
     )
     top = np.argsort(-simulated, kind="stable")[:40].tolist()
     assert top == np.argsort(-live, kind="stable")[:40].tolist()
     lr = screening._model_scores(matrix, judged, labels, screening.Protocol(model="lr"), 7)
     assert top != np.argsort(-lr, kind="stable")[:40].tolist()  # the fusion is seen
+    words = screening._model_scores(matrix, judged, labels, screening.Protocol(latent=0), 7)
+    assert top != np.argsort(-words, kind="stable")[:40].tolist()  # so are the latent topics
 
 
 def test_rank_fusion_puts_first_what_both_models_rank_high_or_either_ranks_first():
@@ -176,6 +191,10 @@ def test_rank_fusion_puts_first_what_both_models_rank_high_or_either_ranks_first
     assert np.argmax(active.rank_fuse(a, b, fusion="mean")) == 1  # 1 + 1 beats 0 + 3 and 3 + 0
     rrf = active.rank_fuse(a, b, fusion="rrf")
     assert rrf[1] > rrf[3] and rrf[0] == pytest.approx(rrf[2])
+    # "min": what either model ranks first comes first (0 and 2 tie on their best rank, 0,
+    # and on the sum of their ranks, 3: row order), then the best rank of 1 (1 + 1 = 2).
+    best = active.rank_fuse(a, b, fusion="min")
+    assert np.argsort(-best, kind="stable").tolist() == [0, 2, 1, 3]
     with pytest.raises(ValueError, match="unknown fusion"):
         active.rank_fuse(a, b, fusion="max")
 
@@ -191,7 +210,7 @@ def test_retraining_after_every_document_finds_all_sooner_than_autotars_growth(s
         matrix,
         truth,
         priors,
-        screening.Protocol(singles=0, model="lr", c=active.SCREENING_C),
+        screening.Protocol(singles=0, model="lr", c=active.SCREENING_C, latent=0),
         seed=1,
     )
     reach = screening.documents_to_recall(ours.order, truth)[1.0]

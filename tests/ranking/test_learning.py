@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotate import judgments, roles
 from annotate.models import Document, Judgment, Task, Topic
-from core import active
+from core import active, features
 from ranking import learning_plans, learning_queue, learning_state, learning_step
 from ranking.models import LearningModel, LearningPlan, MachineLabel
 from tests.learningkit import judge_next, learning_project
@@ -291,31 +291,79 @@ def test_a_plan_retrains_after_every_document_by_default_with_one_queued_ahead(s
     assert versions[-1] - versions[0] == 30, versions
     assert learning_state.batch_size(plan, 160, learning_state.plan_state(plan)) == 1
     # The picker: presumed non-relevant documents in training, C for screening, fused with
-    # ASReview's SVM by mean rank (docs/active-learning.md, "Third round").
+    # ASReview's SVM by mean rank (docs/active-learning.md, "Third round"), both reading the
+    # index's latent topics beside the words ("Eighth round").
     latest = LearningModel.objects.filter(plan=plan).latest("version")
     params = latest.params
+    rows = learning_state.plan_rows(plan)
+    k = rows.matrix.latent.shape[1]
+    assert 0 < k <= features.LATENT_DIMENSIONS
     assert params["selector_presumed"] is True and params["selector_C"] == 3.0
-    assert params["selector"] == "mean rank of logistic regression and ELAS u4's SVM"
+    assert params["selector"] == (
+        f"mean rank of logistic regression and ELAS u4's SVM, words + {k} latent topics "
+        f"(weight {active.LATENT_WEIGHT})"
+    )
+    assert params["features"].endswith(f" + {k} latent topics")
     assert params["presumed_nonrelevant"] > 0
     # The stored scores are the ensemble's, on the scale of probabilities.
     state = learning_state.plan_state(plan)
-    rows = learning_state.plan_rows(plan)
     doc_rows = learning_state.document_rows(plan, rows.row_of, state.training)
     judged = sorted(doc_rows)
     labels = active.collapse([state.training[d] for d in judged])
-    _model, expected = active.train_screening(
-        rows.matrix.matrix,
-        [doc_rows[d] for d in judged],
-        labels,
-        rows.candidates,
-        seed=plan.random_seed + latest.version,
-        c=3.0,
-    )
+
+    def picker(latent):
+        return active.train_screening(
+            rows.matrix.matrix,
+            [doc_rows[d] for d in judged],
+            labels,
+            rows.candidates,
+            seed=plan.random_seed + latest.version,
+            c=3.0,
+            latent=latent,
+        )[1]
+
+    expected = picker(active.Latent(rows.matrix.latent))
     stored = np.load(latest.scores_path)
     # Exactly the picker's scores, in float64 as the simulation picks from them (float32
     # tied candidates the picker told apart).
     assert stored.dtype == np.float64 and np.array_equal(stored, expected)
     assert stored.min() >= 0 and stored.max() <= 1
+    assert not np.array_equal(stored, picker(None))  # the latent topics are read
+
+
+def test_an_index_built_before_latent_topics_is_picked_from_by_the_words_alone(setup):
+    from ranking.services import index_paths
+    from tests.learningkit import seed_two_and_two
+
+    project, topic, annotator, truth = setup
+    seed_two_and_two(project, topic, truth)
+    folder = index_paths(collection=project.collection).features
+    (folder / "latent.npy").unlink()  # as an index built before the eighth round
+    features.forget(folder)
+    plan = learning_plans.learning_plan_create(
+        project=project, topic=topic, budget=100, candidates=LearningPlan.Candidates.COLLECTION
+    )
+    learning_step.learning_step(plan_id=plan.pk)
+    for _ in range(3):
+        assert judge_next(project, annotator, truth) is not None
+        learning_step.learning_step(plan_id=plan.pk)
+    latest = LearningModel.objects.filter(plan=plan).latest("version")
+    assert latest.params["selector"] == "mean rank of logistic regression and ELAS u4's SVM"
+    assert "latent" not in latest.params["features"]
+    rows = learning_state.plan_rows(plan)
+    assert rows.matrix.latent is None
+    state = learning_state.plan_state(plan)
+    doc_rows = learning_state.document_rows(plan, rows.row_of, state.training)
+    judged = sorted(doc_rows)
+    _model, expected = active.train_screening(
+        rows.matrix.matrix,
+        [doc_rows[d] for d in judged],
+        active.collapse([state.training[d] for d in judged]),
+        rows.candidates,
+        seed=plan.random_seed + latest.version,
+        c=3.0,
+    )
+    assert np.array_equal(np.load(latest.scores_path), expected)
 
 
 def test_a_plan_with_no_singles_grows_its_batches_as_autotar_and_keeps_one_batch_queued(setup):

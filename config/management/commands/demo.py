@@ -222,7 +222,8 @@ class Command(BaseCommand):
             bar.close()
         self.say(
             f"Indexed {result['documents']} messages in {time.perf_counter() - started:.1f} s "
-            f"(Lucene {result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s)"
+            f"(Lucene {result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s, "
+            f"latent topics {result['latent_seconds']} s)"
         )
 
     def publish(self, collection, lead=None):

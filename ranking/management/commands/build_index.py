@@ -35,5 +35,6 @@ class Command(BaseCommand):
             f"Indexed {result['documents']} documents of {collection.slug} (version "
             f"{result['version']}) in {time.perf_counter() - started:.1f} s: Lucene "
             f"{result['lucene_seconds']} s, TF-IDF {result['features_seconds']} s, "
+            f"latent topics {result['latent_seconds']} s, "
             f"{result['terms']} terms, {result['nonzeros']} non-zeros"
         )
