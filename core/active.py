@@ -14,7 +14,7 @@ likely relevant, those whose P(sensitive) is closest to 0.5.
 Everything random takes a seed, so a run is reproducible.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -72,11 +72,28 @@ class Latent:
 
     coordinates: np.ndarray  # n rows x k
     weight: float = LATENT_WEIGHT
+    # The last rows built: the picker's SVM trains on the first rows of its logistic
+    # regression's (the judged ones, before the presumed sample), read back, not rebuilt.
+    _last: list = field(default_factory=list, compare=False, repr=False)
 
     def rows(self, matrix, rows):
         """The training representation of ``rows``: sparse [x, w z] / sqrt(1 + w^2), built
         as one CSR matrix directly (scipy's hstack of a sparse and a dense block cost more
         than the fit)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self._last:
+            seen, built, done = self._last
+            if (
+                seen is matrix
+                and len(rows) <= len(done)
+                and np.array_equal(done[: len(rows)], rows)
+            ):
+                return built[: len(rows)]
+        built = self._build(matrix, rows)
+        self._last[:] = [matrix, built, rows]
+        return built
+
+    def _build(self, matrix, rows):
         import scipy.sparse as sp
 
         scale = 1.0 / np.sqrt(1.0 + self.weight**2)
@@ -402,20 +419,28 @@ def train_screening(
     and the stored scores are read as one (thresholds, the stopping projection); the values,
     and so the count above any threshold, are the logistic regression's.
     """
-    if presumed:
-        model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c, latent=latent)
-    else:
-        model = train(matrix, rows, labels, seed=seed, c=c, latent=latent)
-    p = model.probabilities(matrix)
-    try:
-        svms = [
-            svm_scores(m, rows, labels, seed=seed, latent=latent if m is matrix else None)
-            for m in svm_matrices or (matrix,)
-        ]
-    except NotTrainable:
-        # Only relevant documents judged: the presumed sample gives the logistic regression
-        # its other class, the SVM has none, so it picks alone (as before the ensemble).
-        svms = []
+    from sklearn import config_context
+
+    # Both fits run after every judged document on a few hundred rows, where scikit-learn's
+    # checks of finite values and parameters cost a tenth of the step (docs/performance.md,
+    # "Screening beside ASReview"): the rows are TF-IDF and unit coordinates, the parameters
+    # constants, so they are skipped; the models are the same.
+    with config_context(assume_finite=True, skip_parameter_validation=True):
+        if presumed:
+            model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c, latent=latent)
+        else:
+            model = train(matrix, rows, labels, seed=seed, c=c, latent=latent)
+        p = model.probabilities(matrix)
+        try:
+            svms = [
+                svm_scores(m, rows, labels, seed=seed, latent=latent if m is matrix else None)
+                for m in svm_matrices or (matrix,)
+            ]
+        except NotTrainable:
+            # Only relevant documents judged: the presumed sample gives the logistic
+            # regression its other class, the SVM has none, so it picks alone (as before
+            # the ensemble).
+            svms = []
     first = np.asarray([] if first is None else first, dtype=np.int64)
     if not svms and not len(first):
         return model, p

@@ -245,3 +245,24 @@ def test_latent_rows_are_the_words_beside_the_weighted_topics_and_score_as_train
 
     with_topics = active.svm_scores(x, range(30), labels, latent=latent)
     assert separation(with_topics) > separation(active.svm_scores(x, range(30), labels))
+
+
+def test_latent_rows_read_back_a_prefix_of_the_last_built_and_rebuild_anything_else():
+    """The SVM's rows are the first of the regression's: read back from the last build,
+    equal to a fresh one; other rows, or another matrix, are built anew."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(6)
+    x = sp.random(40, 10, density=0.3, format="csr", dtype=np.float32, random_state=6)
+    y = sp.random(40, 10, density=0.3, format="csr", dtype=np.float32, random_state=7)
+    z = rng.normal(size=(40, 4)).astype(np.float32)
+    latent = active.Latent(z, 0.5)
+
+    def fresh(matrix, rows):
+        return active.Latent(z, 0.5).rows(matrix, rows).toarray()
+
+    latent.rows(x, [5, 1, 9, 30, 2])
+    assert np.array_equal(latent.rows(x, [5, 1, 9]).toarray(), fresh(x, [5, 1, 9]))
+    assert np.array_equal(latent.rows(x, [5, 9]).toarray(), fresh(x, [5, 9]))  # not a prefix
+    assert np.array_equal(latent.rows(y, [5, 9]).toarray(), fresh(y, [5, 9]))  # other matrix
+    assert np.array_equal(latent.rows(y, [5, 9, 11]).toarray(), fresh(y, [5, 9, 11]))
