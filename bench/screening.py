@@ -214,8 +214,8 @@ VARIANTS = {
         _protocol(growing=False, model="ensemble", c=3.0, neardup=0.9),
     ),
     # Eighth round: latent topics (a truncated SVD of the TF-IDF rows, k dimensions,
-    # L2-normalised) beside the words, at weight w, in both halves of the ensemble (k 100,
-    # w 0.5 adopted: "sasc" since).
+    # L2-normalised) beside the words, at weight w, in both halves of the ensemble (k 50,
+    # w 0.5 adopted: "sasc" since; the fusion and three-model variants were measured at k 100).
     **{
         f"lag1-ens-c3-lsa{k}-w{str(w).replace('.', '')}": (
             {},

@@ -14,7 +14,7 @@ likely relevant, those whose P(sensitive) is closest to 0.5.
 Everything random takes a seed, so a run is reproducible.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -72,28 +72,11 @@ class Latent:
 
     coordinates: np.ndarray  # n rows x k
     weight: float = LATENT_WEIGHT
-    # The last rows built: the picker's SVM trains on the first rows of its logistic
-    # regression's (the judged ones, before the presumed sample), read back, not rebuilt.
-    _last: list = field(default_factory=list, compare=False, repr=False)
 
     def rows(self, matrix, rows):
         """The training representation of ``rows``: sparse [x, w z] / sqrt(1 + w^2), built
         as one CSR matrix directly (scipy's hstack of a sparse and a dense block cost more
         than the fit)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        if self._last:
-            seen, built, done = self._last
-            if (
-                seen is matrix
-                and len(rows) <= len(done)
-                and np.array_equal(done[: len(rows)], rows)
-            ):
-                return built[: len(rows)]
-        built = self._build(matrix, rows)
-        self._last[:] = [matrix, built, rows]
-        return built
-
-    def _build(self, matrix, rows):
         import scipy.sparse as sp
 
         scale = 1.0 / np.sqrt(1.0 + self.weight**2)
@@ -136,10 +119,19 @@ def collapse(grades) -> np.ndarray:
 
 
 def train(
-    matrix, rows, labels, *, seed: int = 0, c: float = DEFAULT_C, latent: Latent | None = None
+    matrix,
+    rows,
+    labels,
+    *,
+    seed: int = 0,
+    c: float = DEFAULT_C,
+    latent: Latent | None = None,
+    x=None,
+    dual: bool = False,
 ) -> Model:
     """Fit logistic regression on ``matrix[rows]`` with binary ``labels`` (beside their
-    ``latent`` coordinates when given)."""
+    ``latent`` coordinates when given; ``x``: that training matrix when the caller has
+    built it, ``latent.rows(matrix, rows)``); ``dual``: liblinear's dual solver."""
     from sklearn.linear_model import LogisticRegression
 
     rows = np.asarray(rows, dtype=np.int64)
@@ -153,8 +145,10 @@ def train(
             f"the judgments hold {positives} relevant and {negatives} non-relevant documents; "
             "training needs at least one of each"
         )
-    estimator = LogisticRegression(C=c, solver="liblinear", random_state=seed)
-    estimator.fit(matrix[rows] if latent is None else latent.rows(matrix, rows), labels)
+    estimator = LogisticRegression(C=c, solver="liblinear", random_state=seed, dual=dual)
+    if x is None:
+        x = matrix[rows] if latent is None else latent.rows(matrix, rows)
+    estimator.fit(x, labels)
     return Model(estimator, rows, positives, negatives, latent)
 
 
@@ -293,26 +287,39 @@ def presumed_nonrelevant(candidates, judged, *, seed: int = 0) -> list[int]:
 
 
 def train_labeller(
-    matrix, rows, labels, candidates, *, seed: int = 0, c: float = DEFAULT_C, latent=None
+    matrix,
+    rows,
+    labels,
+    candidates,
+    *,
+    seed: int = 0,
+    c: float = DEFAULT_C,
+    latent=None,
+    dual: bool = False,
 ):
     """The model that gives machine labels: ``train`` on the judged rows plus the presumed
     non-relevant sample of the unjudged candidates."""
+    rows, labels = _with_presumed(rows, labels, candidates, seed)
+    return train(matrix, rows, labels, seed=seed, c=c, latent=latent, dual=dual)
+
+
+def _with_presumed(rows, labels, candidates, seed: int) -> tuple[list[int], list[int]]:
+    """The judged ``rows`` and ``labels`` followed by the presumed non-relevant sample."""
     extra = presumed_nonrelevant(candidates, rows, seed=seed)
-    return train(
-        matrix,
+    return (
         [*np.asarray(rows).tolist(), *extra],
         [*np.asarray(labels).tolist(), *[0] * len(extra)],
-        seed=seed,
-        c=c,
-        latent=latent,
     )
 
 
-def svm_scores(matrix, rows, labels, *, seed: int = 0, latent: Latent | None = None) -> np.ndarray:
+def svm_scores(
+    matrix, rows, labels, *, seed: int = 0, latent: Latent | None = None, x=None
+) -> np.ndarray:
     """Return every row's margin under ASReview's default classifier (ELAS u4, its 3.0
     source): a linear SVM (squared hinge, C = 0.11) trained on ``matrix[rows]`` alone (no
     presumed non-relevant documents), with its balancer's sample weights (relevant 1,
-    non-relevant n1 / (9.8 n0), scaled to mean 1), which weight the relevant class up."""
+    non-relevant n1 / (9.8 n0), scaled to mean 1), which weight the relevant class up.
+    ``latent`` and ``x`` as for ``train``."""
     from sklearn.svm import LinearSVC
 
     y = np.asarray(labels, dtype=int)
@@ -324,7 +331,8 @@ def svm_scores(matrix, rows, labels, *, seed: int = 0, latent: Latent | None = N
     rows = np.asarray(rows, dtype=np.int64)
     # Seeded: its dual solver visits rows in a random order (near-ties could flip between runs).
     fitted = LinearSVC(C=0.11, loss="squared_hinge", random_state=seed)
-    x = matrix[rows] if latent is None else latent.rows(matrix, rows)
+    if x is None:
+        x = matrix[rows] if latent is None else latent.rows(matrix, rows)
     fitted = fitted.fit(x, y, sample_weight=w)
     if latent is None:
         return np.asarray(matrix @ fitted.coef_.ravel().astype(matrix.dtype)).ravel()
@@ -421,19 +429,30 @@ def train_screening(
     """
     from sklearn import config_context
 
+    rows = np.asarray(rows, dtype=np.int64)
+    if presumed:
+        model_rows, model_labels = _with_presumed(rows, labels, candidates, seed)
+    else:
+        model_rows, model_labels = rows, labels
+    # With latent topics the regression's rows are built once; the SVM's are their first
+    # rows (the judged ones, before the presumed sample).
+    x = None if latent is None else latent.rows(matrix, model_rows)
     # Both fits run after every judged document on a few hundred rows, where scikit-learn's
-    # checks of finite values and parameters cost a tenth of the step (docs/performance.md,
-    # "Screening beside ASReview"): the rows are TF-IDF and unit coordinates, the parameters
-    # constants, so they are skipped; the models are the same.
-    with config_context(assume_finite=True, skip_parameter_validation=True):
-        if presumed:
-            model = train_labeller(matrix, rows, labels, candidates, seed=seed, c=c, latent=latent)
-        else:
-            model = train(matrix, rows, labels, seed=seed, c=c, latent=latent)
+    # check of its parameters (constants here) costs about a millisecond a step: skipped.
+    # Its check of finite values is kept: liblinear loops forever on a NaN.
+    with config_context(skip_parameter_validation=True):
+        # The dual solver: a few hundred rows against thousands of terms (scikit-learn's
+        # advice for n_samples < n_features); the same optimum, and on the mail's tuning
+        # topics the same counts within one document at a fifth of the time (eighth round).
+        model = train(
+            matrix, model_rows, model_labels, seed=seed, c=c, latent=latent, x=x, dual=True
+        )
         p = model.probabilities(matrix)
         try:
             svms = [
-                svm_scores(m, rows, labels, seed=seed, latent=latent if m is matrix else None)
+                svm_scores(m, rows, labels, seed=seed, latent=latent, x=x[: len(rows)])
+                if m is matrix and latent is not None
+                else svm_scores(m, rows, labels, seed=seed)
                 for m in svm_matrices or (matrix,)
             ]
         except NotTrainable:

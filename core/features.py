@@ -7,6 +7,7 @@ recomputes them per iteration. Pure: no Django.
 """
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterable
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -109,7 +112,8 @@ def latent_coordinates(matrix, k: int = LATENT_DIMENSIONS, *, seed: int = 0) -> 
         return np.zeros((n, 0), dtype=np.float32)
     # One BLAS thread: the build runs in a worker beside others, and at 500,000 rows two
     # OpenBLAS threads on a busy two-core host took 331 s against 44 s for one
-    # (docs/performance.md, "Index and features").
+    # (docs/performance.md, "Index and features"). The limit holds for the whole process
+    # while the SVD runs: in a worker (one task at a time) that is the build alone.
     with threadpool_limits(limits=1, user_api="blas"):
         z = TruncatedSVD(n_components=k, random_state=seed).fit_transform(matrix)
     norms = np.linalg.norm(z, axis=1, keepdims=True)
@@ -131,8 +135,11 @@ def save(features: FeatureMatrix, directory: Path) -> None:
     np.save(directory / "indptr.npy", m.indptr.astype(np.int64, copy=False))
     meta = {"shape": list(m.shape), "nnz": int(m.nnz)}
     (directory / "meta.json").write_text(json.dumps(meta))
+    latent = directory / "latent.npy"
     if features.latent is not None:
-        np.save(directory / "latent.npy", np.asarray(features.latent, dtype=np.float32))
+        np.save(latent, np.asarray(features.latent, dtype=np.float32))
+    else:  # never leave another build's coordinates beside this matrix
+        latent.unlink(missing_ok=True)
     (directory / "docids.json").write_text(json.dumps(features.docids))
     (directory / "vocabulary.json").write_text(json.dumps(features.vocabulary))
 
@@ -152,15 +159,32 @@ def load(directory: Path) -> FeatureMatrix:
             np.load(d / f"{name}.npy", mmap_mode="r") for name in ("data", "indices", "indptr")
         ]
         matrix = sp.csr_matrix(tuple(arrays), shape=tuple(meta["shape"]), copy=False)
-        latent = d / "latent.npy"
         features = FeatureMatrix(
             matrix,
             json.loads((d / "docids.json").read_text()),
             json.loads((d / "vocabulary.json").read_text()),
-            np.load(latent, mmap_mode="r") if latent.exists() else None,
+            _latent_load(d / "latent.npy", matrix.shape[0]),
         )
         _cache[key] = features
         return features
+
+
+def _latent_load(path: Path, rows: int) -> np.ndarray | None:
+    """The latent coordinates saved beside a matrix of ``rows`` rows, memory-mapped; None
+    (the picker reads the words alone) when there are none, or when they are not one finite
+    row per document (a file from another build, or damaged: logged)."""
+    if not path.exists():
+        return None
+    latent = np.load(path, mmap_mode="r")
+    if latent.ndim != 2 or latent.shape[0] != rows or not np.isfinite(latent).all():
+        logger.warning(
+            "%s: %s coordinates for a matrix of %d rows, or not finite; not used",
+            path,
+            "x".join(map(str, latent.shape)),
+            rows,
+        )
+        return None
+    return latent
 
 
 def forget(directory: Path) -> None:

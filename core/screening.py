@@ -84,7 +84,9 @@ class Protocol:
     # Latent topics both halves of the ensemble read beside the words (the live picker's
     # since the eighth round): each row's coordinates on the collection's first ``latent``
     # singular vectors (``core.features.latent_coordinates``; 0: the words alone), at
-    # ``latent_weight`` (``core.active.Latent``).
+    # ``latent_weight`` (``core.active.Latent``). Read by every model here; the live loop
+    # gives them to the ensemble alone (a plan retrained after every document), so a
+    # simulation of any other live plan sets latent=0.
     latent: int = features.LATENT_DIMENSIONS
     latent_weight: float = active.LATENT_WEIGHT
 

@@ -135,7 +135,7 @@ def test_the_screening_picker_orders_by_mean_rank_and_keeps_the_probabilities(co
         matrix, judged, relevant[judged], candidates, seed=4, c=3.0
     )
     p = active.train_labeller(
-        matrix, judged, relevant[judged], candidates, seed=4, c=3.0
+        matrix, judged, relevant[judged], candidates, seed=4, c=3.0, dual=True
     ).probabilities(matrix)
     assert np.allclose(model.probabilities(matrix), p)
     svm = active.svm_scores(matrix, judged, relevant[judged])
@@ -247,22 +247,28 @@ def test_latent_rows_are_the_words_beside_the_weighted_topics_and_score_as_train
     assert separation(with_topics) > separation(active.svm_scores(x, range(30), labels))
 
 
-def test_latent_rows_read_back_a_prefix_of_the_last_built_and_rebuild_anything_else():
-    """The SVM's rows are the first of the regression's: read back from the last build,
-    equal to a fresh one; other rows, or another matrix, are built anew."""
+def test_the_picker_builds_its_latent_rows_once_and_trains_both_models_as_apart(monkeypatch):
+    """train_screening builds the regression's rows with their topics once and gives the SVM
+    their first rows (the judged ones): the fused scores are those of the two models trained
+    on their own."""
     import scipy.sparse as sp
 
     rng = np.random.default_rng(6)
-    x = sp.random(40, 10, density=0.3, format="csr", dtype=np.float32, random_state=6)
-    y = sp.random(40, 10, density=0.3, format="csr", dtype=np.float32, random_state=7)
-    z = rng.normal(size=(40, 4)).astype(np.float32)
+    x = sp.random(60, 15, density=0.3, format="csr", dtype=np.float32, random_state=6)
+    z = rng.normal(size=(60, 4)).astype(np.float32)
     latent = active.Latent(z, 0.5)
+    rows = [7, 3, 40, 12, 55, 21, 30, 9]
+    labels = [1, 0, 1, 0, 0, 1, 0, 0]
+    built = []
+    original = active.Latent.rows
+    monkeypatch.setattr(
+        active.Latent, "rows", lambda self, m, r: built.append(len(r)) or original(self, m, r)
+    )
+    model, scores = active.train_screening(x, rows, labels, np.arange(60), latent=latent)
+    assert len(built) == 1 and built[0] == len(model.trained_rows) > len(rows)
 
-    def fresh(matrix, rows):
-        return active.Latent(z, 0.5).rows(matrix, rows).toarray()
-
-    latent.rows(x, [5, 1, 9, 30, 2])
-    assert np.array_equal(latent.rows(x, [5, 1, 9]).toarray(), fresh(x, [5, 1, 9]))
-    assert np.array_equal(latent.rows(x, [5, 9]).toarray(), fresh(x, [5, 9]))  # not a prefix
-    assert np.array_equal(latent.rows(y, [5, 9]).toarray(), fresh(y, [5, 9]))  # other matrix
-    assert np.array_equal(latent.rows(y, [5, 9, 11]).toarray(), fresh(y, [5, 9, 11]))
+    apart = active.train_labeller(x, rows, labels, np.arange(60), c=3.0, latent=latent, dual=True)
+    svm = active.svm_scores(x, rows, labels, latent=latent)
+    assert np.allclose(model.probabilities(x), apart.probabilities(x))
+    fused = active.rank_fuse(apart.probabilities(x), svm)
+    assert active._descending(scores).tolist() == active._descending(fused).tolist()

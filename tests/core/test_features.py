@@ -87,3 +87,23 @@ def test_latent_coordinates_ask_for_no_more_dimensions_than_the_matrix_has():
     # Seeded: the same coordinates every time.
     big = _topics_collection().matrix
     assert np.array_equal(features.latent_coordinates(big, 3), features.latent_coordinates(big, 3))
+
+
+def test_latent_coordinates_of_another_build_or_damaged_are_not_read(tmp_path, caplog):
+    """A matrix saved without coordinates removes any left in its folder; coordinates that are
+    not one finite row per document read back as none (the words alone), with a warning."""
+    built = features.with_latent(_topics_collection(), 2)
+    features.save(built, tmp_path / "v")
+    features.save(_topics_collection(), tmp_path / "v")  # the same folder, no coordinates
+    assert not (tmp_path / "v" / "latent.npy").exists()
+    assert features.load(tmp_path / "v").latent is None
+
+    for name, bad in (
+        ("rows", np.ones((5, 2), dtype=np.float32)),  # another collection's
+        ("nan", np.where(np.arange(81 * 2).reshape(81, 2) == 7, np.nan, 0.5)),
+    ):
+        features.save(built, tmp_path / name)
+        np.save(tmp_path / name / "latent.npy", bad.astype(np.float32))
+        with caplog.at_level("WARNING", logger="core.features"):
+            assert features.load(tmp_path / name).latent is None
+        assert "not used" in caplog.text
