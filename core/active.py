@@ -73,13 +73,18 @@ class Latent:
     coordinates: np.ndarray  # n rows x k
     weight: float = LATENT_WEIGHT
 
+    @property
+    def scale(self) -> float:
+        """1 / sqrt(1 + w^2): what makes [x, w z] a unit row again."""
+        return 1.0 / np.sqrt(1.0 + self.weight**2)
+
     def rows(self, matrix, rows):
         """The training representation of ``rows``: sparse [x, w z] / sqrt(1 + w^2), built
         as one CSR matrix directly (scipy's hstack of a sparse and a dense block cost more
         than the fit)."""
         import scipy.sparse as sp
 
-        scale = 1.0 / np.sqrt(1.0 + self.weight**2)
+        scale = self.scale
         x = matrix[rows]
         z = np.asarray(self.coordinates[rows], dtype=x.dtype) * (self.weight * scale)
         m, (d, k) = x.shape[0], (x.shape[1], z.shape[1])
@@ -104,13 +109,12 @@ def _margins(estimator, matrix, latent: Latent | None, rows=None) -> np.ndarray:
     if latent is None:
         return np.asarray(x @ w, dtype=np.float64) + estimator.intercept_[0]
     d = x.shape[1]
-    scale = 1.0 / np.sqrt(1.0 + latent.weight**2)
     z = latent.coordinates if rows is None else latent.coordinates[rows]
     words = np.asarray(x @ w[:d], dtype=np.float64)
     # einsum, not @: a product of n x k floats needs no BLAS threads, and under a busy worker
     # host OpenBLAS's threads made the picker ten times slower (docs/performance.md).
     topics = np.einsum("ij,j->i", z, w[d:].astype(z.dtype, copy=False)).astype(np.float64)
-    return scale * (words + latent.weight * topics) + estimator.intercept_[0]
+    return latent.scale * (words + latent.weight * topics) + estimator.intercept_[0]
 
 
 def collapse(grades) -> np.ndarray:

@@ -211,8 +211,7 @@ def _train(plan: LearningPlan, state: PlanState, rows: Rows) -> dict | None:
     # collection's latent topics beside the words ("Eighth round").
     screening = plan.growing and plan.strategy == LearningPlan.Strategy.CAL
     ensemble = screening and plan.singles is None
-    # The picker reads the index's latent topics beside the words ("Eighth round"); an index
-    # built before them has none, and the picker reads the words alone, as it did then.
+    # An index built before the latent topics has none: the picker reads the words alone.
     latent = None
     if ensemble and matrix.latent is not None and matrix.latent.shape[1]:
         latent = active.Latent(matrix.latent)
